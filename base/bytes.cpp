@@ -1,0 +1,102 @@
+#include "base/bytes.hpp"
+
+namespace cairn {
+namespace {
+constexpr char kHexDigits[] = "0123456789abcdef";
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+int b64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+}  // namespace
+
+std::string toHex(ByteView bytes) {
+  std::string out(bytes.size() * 2, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    out[2 * i] = kHexDigits[bytes[i] >> 4];
+    out[2 * i + 1] = kHexDigits[bytes[i] & 0xF];
+  }
+  return out;
+}
+
+std::optional<Bytes> fromHex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  Bytes out(hex.size() / 2);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    int hi = hexValue(hex[2 * i]);
+    int lo = hexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out[i] = static_cast<std::uint8_t>((hi << 4) | lo);
+  }
+  return out;
+}
+
+std::string toBase64(ByteView bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    std::uint32_t v =
+        (std::uint32_t{bytes[i]} << 16) | (std::uint32_t{bytes[i + 1]} << 8) | bytes[i + 2];
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  std::size_t rest = bytes.size() - i;
+  if (rest == 1) {
+    std::uint32_t v = std::uint32_t{bytes[i]} << 16;
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += "==";
+  } else if (rest == 2) {
+    std::uint32_t v = (std::uint32_t{bytes[i]} << 16) | (std::uint32_t{bytes[i + 1]} << 8);
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<Bytes> fromBase64(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  Bytes out;
+  out.reserve(text.size() / 4 * 3);
+  for (std::size_t i = 0; i < text.size(); i += 4) {
+    bool last = i + 4 == text.size();
+    int v[4];
+    int pads = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = text[i + k];
+      if (c == '=' && last && k >= 2) {
+        v[k] = 0;
+        ++pads;
+        continue;
+      }
+      if (pads > 0) return std::nullopt;  // data after padding
+      v[k] = b64Value(c);
+      if (v[k] < 0) return std::nullopt;
+    }
+    std::uint32_t w = (std::uint32_t(v[0]) << 18) | (std::uint32_t(v[1]) << 12) |
+                      (std::uint32_t(v[2]) << 6) | std::uint32_t(v[3]);
+    if (pads == 2 && (w & 0xFFFF) != 0) return std::nullopt;  // non-zero pad bits
+    if (pads == 1 && (w & 0xFF) != 0) return std::nullopt;
+    out.push_back(static_cast<std::uint8_t>(w >> 16));
+    if (pads < 2) out.push_back(static_cast<std::uint8_t>(w >> 8));
+    if (pads < 1) out.push_back(static_cast<std::uint8_t>(w));
+  }
+  return out;
+}
+
+}  // namespace cairn

@@ -1,0 +1,23 @@
+// The `cairn` command's subcommands. Each register function adds its subcommands to the app;
+// a subcommand's callback sets the process exit code through `exitCode`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "engine/format/error.hpp"
+
+namespace cairn::cli {
+
+// Exit codes: 0 success, 1 the operation failed (bad data, refused), 2 usage, 3 busy (another
+// process owns the directory).
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitBusy = 3;
+
+// Prints "cairn: CODE: message" to stderr and returns the exit code for the error.
+int report(const Error& e);
+
+void addHeadCommands(CLI::App& app, int& exitCode);
+void addJournalCommands(CLI::App& app, int& exitCode);
+
+}  // namespace cairn::cli

@@ -1,0 +1,27 @@
+// Runs one command's coroutine on an io_context with an io_uring bound to it.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "engine/format/error.hpp"
+
+namespace cairn::io {
+class Uring;
+}
+
+namespace cairn::cli {
+
+// Runs `body` to completion and returns its exit code; an exception escaping it is reported
+// as an internal error (exit 1).
+int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body);
+
+// UTF-8 to UTF-16 code units; nullopt for invalid UTF-8.
+std::optional<std::u16string> utf8ToUtf16(std::string_view text);
+// UTF-16 code units to UTF-8 for display; an unpaired surrogate becomes U+FFFD.
+std::string utf16ToUtf8Lossy(std::u16string_view units);
+
+}  // namespace cairn::cli

@@ -1,0 +1,29 @@
+#include "engine/format/error.hpp"
+
+namespace cairn {
+
+std::string_view errcName(Errc code) {
+  switch (code) {
+    case Errc::format:
+      return "format";
+    case Errc::reference:
+      return "reference";
+    case Errc::binding:
+      return "binding";
+    case Errc::transition:
+      return "transition";
+    case Errc::manifest:
+      return "manifest";
+    case Errc::io:
+      return "io";
+    case Errc::busy:
+      return "busy";
+    case Errc::usage:
+      return "usage";
+    case Errc::budget:
+      return "budget";
+  }
+  return "unknown";
+}
+
+}  // namespace cairn

@@ -1,0 +1,145 @@
+#include "engine/format/journal_format.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace cairn {
+namespace {
+
+std::string at(std::uint64_t offset) { return " at journal offset " + std::to_string(offset); }
+
+}  // namespace
+
+Res<Bytes> encodeJournalHeader(std::u16string_view databaseId) {
+  if (databaseId.empty() || databaseId.size() > limits::kMaxDatabaseIdUnits) {
+    return err(Errc::usage, "database id must have 1.." +
+                                std::to_string(limits::kMaxDatabaseIdUnits) +
+                                " UTF-16 code units, got " + std::to_string(databaseId.size()));
+  }
+  Bytes out(16 + 2 * databaseId.size() + 4);
+  std::memcpy(out.data(), kJournalMagic, 8);
+  storeBe32(out.data() + 8, kJournalVersion);
+  storeBe32(out.data() + 12, static_cast<std::uint32_t>(databaseId.size()));
+  for (std::size_t i = 0; i < databaseId.size(); ++i) {
+    storeBe16(out.data() + 16 + 2 * i, databaseId[i]);
+  }
+  std::size_t crcAt = out.size() - 4;
+  storeBe32(out.data() + crcAt, crc32c(ByteView(out.data(), crcAt)));
+  return out;
+}
+
+Res<std::uint64_t> journalHeaderLength(ByteView first16) {
+  if (first16.size() < 16) return err(Errc::format, "journal header shorter than 16 bytes");
+  if (std::memcmp(first16.data(), kJournalMagic, 8) != 0) {
+    return err(Errc::format, "journal magic is not CAIRNJNL");
+  }
+  std::uint32_t version = loadBe32(first16.data() + 8);
+  if (version != kJournalVersion) {
+    return err(Errc::format, "journal version " + std::to_string(version) + " is not 1");
+  }
+  std::uint32_t n = loadBe32(first16.data() + 12);
+  if (n == 0 || n > limits::kMaxDatabaseIdUnits) {
+    return err(Errc::format, "journal database id length " + std::to_string(n) +
+                                 " is outside 1..32768 code units");
+  }
+  return std::uint64_t{16} + 2ull * n + 4;
+}
+
+Res<JournalHeader> decodeJournalHeader(ByteView bytes) {
+  auto length = journalHeaderLength(bytes);
+  if (!length) return Failure<Error>{length.error()};
+  if (bytes.size() < *length) {
+    return err(Errc::format, "journal header needs " + std::to_string(*length) + " bytes, have " +
+                                 std::to_string(bytes.size()));
+  }
+  std::size_t crcAt = static_cast<std::size_t>(*length) - 4;
+  if (loadBe32(bytes.data() + crcAt) != crc32c(bytes.first(crcAt))) {
+    return err(Errc::format, "journal header CRC32C mismatch");
+  }
+  JournalHeader h;
+  std::size_t n = (crcAt - 16) / 2;
+  h.databaseId.resize(n);
+  for (std::size_t i = 0; i < n; ++i) h.databaseId[i] = loadBe16(bytes.data() + 16 + 2 * i);
+  h.bytes.assign(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(*length));
+  return h;
+}
+
+void appendFrame(Bytes& out, std::uint64_t sequence, ByteView payload) {
+  std::size_t start = out.size();
+  out.resize(start + frameLength(payload.size()));
+  std::uint8_t* p = out.data() + start;
+  storeBe32(p, static_cast<std::uint32_t>(payload.size()));
+  storeBe64(p + 4, sequence);
+  if (!payload.empty()) std::memcpy(p + 12, payload.data(), payload.size());
+  std::size_t crcAt = 12 + payload.size();
+  storeBe32(p + crcAt, crc32c(ByteView(p, crcAt)));
+}
+
+FrameScanner::FrameScanner(std::uint64_t offset, std::uint64_t nextSequence)
+    : position_(offset), boundary_(offset), nextSequence_(nextSequence) {}
+
+Res<void> FrameScanner::feed(ByteView bytes) {
+  if (fault_) return Failure<Error>{*fault_};
+  auto fault = [&](std::string what) -> Res<void> {
+    fault_ = Error{Errc::format, std::move(what) + " in frame" + at(boundary_)};
+    return Failure<Error>{*fault_};
+  };
+  while (!bytes.empty()) {
+    switch (state_) {
+      case State::header: {
+        std::size_t take = std::min<std::size_t>(12 - have_, bytes.size());
+        std::memcpy(buf_ + have_, bytes.data(), take);
+        have_ += static_cast<std::uint32_t>(take);
+        bytes = bytes.subspan(take);
+        position_ += take;
+        if (have_ < 12) break;
+        std::uint32_t length = loadBe32(buf_);
+        std::uint64_t sequence = loadBe64(buf_ + 4);
+        if (length > limits::kMaxPayloadBytes) {
+          return fault("payload length " + std::to_string(length) + " exceeds the cap");
+        }
+        if (sequence > limits::kMaxPrefixFrames) {
+          return fault("sequence " + std::to_string(sequence) + " exceeds the frame limit");
+        }
+        if (sequence != nextSequence_) {
+          return fault("sequence " + std::to_string(sequence) + " where " +
+                       std::to_string(nextSequence_) + " was expected");
+        }
+        crc_ = crc32cExtend(0, ByteView(buf_, 12));
+        payloadLeft_ = length;
+        have_ = 0;
+        state_ = length == 0 ? State::crc : State::payload;
+        break;
+      }
+      case State::payload: {
+        std::size_t take = std::min<std::size_t>(payloadLeft_, bytes.size());
+        crc_ = crc32cExtend(crc_, bytes.first(take));
+        payloadLeft_ -= static_cast<std::uint32_t>(take);
+        bytes = bytes.subspan(take);
+        position_ += take;
+        if (payloadLeft_ == 0) state_ = State::crc;
+        break;
+      }
+      case State::crc: {
+        std::size_t take = std::min<std::size_t>(4 - have_, bytes.size());
+        std::memcpy(buf_ + have_, bytes.data(), take);
+        have_ += static_cast<std::uint32_t>(take);
+        bytes = bytes.subspan(take);
+        position_ += take;
+        if (have_ < 4) break;
+        if (loadBe32(buf_) != crc_) return fault("CRC32C mismatch");
+        have_ = 0;
+        state_ = State::header;
+        ++frames_;
+        ++nextSequence_;
+        boundary_ = position_;
+        if (onFrame_) onFrame_(nextSequence_ - 1, boundary_);
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace cairn

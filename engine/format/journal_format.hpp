@@ -1,0 +1,79 @@
+// The journal's bytes (docs/formats.md §1): header, frames, and an incremental frame scanner.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "base/bytes.hpp"
+#include "base/crc32c.hpp"
+#include "base/sha256.hpp"
+#include "engine/format/error.hpp"
+#include "engine/format/limits.hpp"
+
+namespace cairn {
+
+inline constexpr char kJournalMagic[8] = {'C', 'A', 'I', 'R', 'N', 'J', 'N', 'L'};
+inline constexpr std::uint32_t kJournalVersion = 1;
+
+struct JournalHeader {
+  std::u16string databaseId;  // exact UTF-16 code units
+  Bytes bytes;                // the complete canonical header image
+
+  Digest lineageId() const { return sha256(bytes); }
+};
+
+// Fresh canonical header bytes; `usage` error for an empty or over-long id.
+Res<Bytes> encodeJournalHeader(std::u16string_view databaseId);
+// Decodes the header at the start of `bytes` (which may continue with frames).
+Res<JournalHeader> decodeJournalHeader(ByteView bytes);
+// Bytes needed to know the full header length: 16. Given those, the total length or an error.
+Res<std::uint64_t> journalHeaderLength(ByteView first16);
+
+// Appends one canonical frame to `out`.
+void appendFrame(Bytes& out, std::uint64_t sequence, ByteView payload);
+inline std::uint64_t frameLength(std::uint64_t payloadLength) {
+  return limits::kFrameOverheadBytes + payloadLength;
+}
+
+// Checks frames fed in any chunking without buffering payloads. Each fault is reported once
+// with the absolute byte offset of the frame that holds it; after a fault, feed() keeps
+// returning it.
+class FrameScanner {
+ public:
+  // `offset`: the absolute position of the first byte fed; `nextSequence`: the expected first.
+  FrameScanner(std::uint64_t offset, std::uint64_t nextSequence);
+
+  Res<void> feed(ByteView bytes);
+
+  // Called after each valid frame with its sequence and the absolute offset where it ends.
+  void onFrame(std::function<void(std::uint64_t sequence, std::uint64_t end)> f) {
+    onFrame_ = std::move(f);
+  }
+
+  // True when the bytes fed so far end exactly at a frame boundary.
+  bool atBoundary() const { return state_ == State::header && have_ == 0; }
+  std::uint64_t framesDone() const { return frames_; }
+  std::uint64_t nextSequence() const { return nextSequence_; }
+  // Absolute offset just after the last complete, valid frame.
+  std::uint64_t boundaryOffset() const { return boundary_; }
+  // Absolute offset just after the last byte fed.
+  std::uint64_t position() const { return position_; }
+
+ private:
+  enum class State : std::uint8_t { header, payload, crc };
+  std::uint64_t position_;
+  std::uint64_t boundary_;
+  std::uint64_t nextSequence_;
+  std::uint64_t frames_ = 0;
+  State state_ = State::header;
+  std::uint8_t buf_[12] = {};
+  std::uint32_t have_ = 0;  // bytes of header/crc gathered in buf_
+  std::uint32_t payloadLeft_ = 0;
+  std::uint32_t crc_ = 0;
+  std::optional<Error> fault_;
+  std::function<void(std::uint64_t, std::uint64_t)> onFrame_;
+};
+
+}  // namespace cairn

@@ -1,0 +1,103 @@
+// The durable journal (DESIGN.md §2.1, docs/journal.md): one append-only file per database
+// directory, group-committed appends acknowledged only after fdatasync, torn-tail recovery on
+// open, and a byte-capped prefix reader that overlaps io_uring reads with SHA-256.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "base/bytes.hpp"
+#include "base/sha256.hpp"
+#include "engine/format/error.hpp"
+#include "engine/format/journal_format.hpp"
+#include "engine/format/manifest.hpp"
+
+namespace cairn {
+
+namespace io {
+class Uring;
+}
+
+struct JournalOptions {
+  // One batch is one write and one fdatasync. A batch never exceeds this many bytes (unless a
+  // single frame is larger), and at most one batch is unsynced at any time, so a crash can
+  // damage at most the last kMaxUnsyncedBytes of the file.
+  std::uint64_t maxBatchBytes = std::uint64_t{4} << 20;
+  // Appenders suspended in append() at once (in the pending batch or waiting for room).
+  // One more gets Errc::busy at once instead of queueing without bound.
+  std::size_t maxWaitingAppenders = 65'536;
+  // Prefix reads: bytes per read and reads kept in flight.
+  std::size_t readChunkBytes = std::size_t{1} << 20;
+  unsigned readDepth = 4;
+};
+
+// The most bytes a crash can leave unsynced: one batch of maxBatchBytes, or one largest frame.
+// A fault closer than this to the end of the file is a torn tail; one farther away is damage.
+inline constexpr std::uint64_t kMaxUnsyncedBytes =
+    (std::uint64_t{4} << 20) + limits::kFrameOverheadBytes + limits::kMaxPayloadBytes;
+
+class Journal {
+ public:
+  static constexpr const char* kFileName = "journal";
+
+  // Creates DIR (if needed) and a new journal in it; fails if one exists. Takes the lock.
+  static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> create(
+      io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
+      JournalOptions options = {});
+  // Opens an existing journal: takes the directory lock (Errc::busy if another owner holds
+  // it), checks the header and every frame, and cuts a torn tail.
+  static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> open(
+      io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
+
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // Appends one record; returns its sequence once it and everything before it are durable.
+  boost::asio::awaitable<Res<std::uint64_t>> append(ByteView payload);
+
+  // The prefix at `sequence` (its length and SHA-256). The prefix's length is checked against
+  // `byteCap` before any byte is read.
+  boost::asio::awaitable<Res<Prefix>> prefix(std::uint64_t sequence, std::uint64_t byteCap);
+  // Reads journal bytes [start, end) in order, `readDepth` reads in flight, passing each chunk
+  // to `sink`; only durable bytes may be read.
+  boost::asio::awaitable<Res<void>> readRange(std::uint64_t start, std::uint64_t end,
+                                              const std::function<Res<void>(ByteView)>& sink);
+  // The payload of one durable record.
+  boost::asio::awaitable<Res<Bytes>> record(std::uint64_t sequence);
+
+  const JournalHeader& header() const { return header_; }
+  Digest lineage() const { return lineage_; }
+  // Durable state: the last acknowledged sequence and the byte length of its prefix.
+  std::uint64_t endSequence() const { return ends_.size() - 1; }
+  std::uint64_t endOffset() const { return ends_.back(); }
+  // Offset just after frame `sequence` (sequence 0: the header's length).
+  std::uint64_t offsetAfter(std::uint64_t sequence) const { return ends_.at(sequence); }
+  // Bytes cut from a torn tail when the journal was opened.
+  std::uint64_t tornBytesCut() const { return tornBytesCut_; }
+  // Statistics of group commit.
+  std::uint64_t batchesWritten() const { return batches_; }
+
+ private:
+  struct Impl;
+  Journal(io::Uring& uring, JournalOptions options);
+  boost::asio::awaitable<void> writeBatches();
+  boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
+
+  io::Uring& uring_;
+  JournalOptions options_;
+  std::unique_ptr<Impl> impl_;
+  JournalHeader header_;
+  Digest lineage_{};
+  std::vector<std::uint64_t> ends_;  // ends_[s]: offset after frame s; ends_[0]: header length
+  std::uint64_t tornBytesCut_ = 0;
+  std::uint64_t batches_ = 0;
+};
+
+}  // namespace cairn

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of cairn into build/ (or build-FLAVOUR/).
+#   scripts/build.sh            release with debug info, into build/
+#   scripts/build.sh asan       ASan+UBSan, into build-asan/
+#   scripts/build.sh tsan       TSan, into build-tsan/
+#   scripts/build.sh fuzz       libFuzzer targets with clang-14, into build-fuzz/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour=${1:-release}
+jobs=${CAIRN_JOBS:-$(nproc)}
+case "$flavour" in
+  release) dir=build; args=() ;;
+  asan) dir=build-asan; args=(-DCAIRN_SANITIZE=address -DCAIRN_PERF=OFF) ;;
+  tsan) dir=build-tsan; args=(-DCAIRN_SANITIZE=thread -DCAIRN_PERF=OFF) ;;
+  fuzz) dir=build-fuzz; args=(-DCAIRN_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14) ;;
+  *) echo "usage: scripts/build.sh [release|asan|tsan|fuzz]" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
+if [ "$flavour" = fuzz ]; then
+  cmake --build "$dir" -j "$jobs" --target fuzz_head fuzz_journal_header fuzz_frames \
+    fuzz_segment fuzz_manifest
+else
+  cmake --build "$dir" -j "$jobs"
+fi
+echo "$dir"

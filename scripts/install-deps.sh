@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages cairn needs to build and test, skipping what is present.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ ccache pkg-config python3 clang-format
+  libboost1.81-all-dev liburing-dev libssl-dev libsimdjson-dev catch2 libcli11-dev
+  libpugixml-dev libfmt-dev libspdlog-dev libbenchmark-dev clang-14 libclang-rt-14-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >&2
+fi

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs cairn's whole test suite, as CI does: installs what is missing, checks formatting,
+# then builds and runs the tests in the release, ASan+UBSan and TSan builds, and runs every
+# fuzz target briefly. Fails on the first failing step.
+#   CAIRN_TEST_QUICK=1  only the release build (for a fast local loop)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+bash scripts/install-deps.sh
+
+step() { printf '\n==== %s ====\n' "$*"; }
+jobs=${CAIRN_JOBS:-$(nproc)}
+
+step "clang-format"
+mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find base io net engine tests perf -name '*.[ch]pp')
+clang-format --dry-run -Werror "${sources[@]}"
+
+run_ctest() {  # dir [ctest args...]
+  local dir=$1
+  shift
+  (cd "$root/$dir" && ctest --output-on-failure -j "$jobs" "$@")
+}
+
+step "release build and tests"
+bash scripts/build.sh release
+run_ctest build
+
+if [ "${CAIRN_TEST_QUICK:-0}" != 1 ]; then
+  step "ASan+UBSan build and tests"
+  bash scripts/build.sh asan
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 run_ctest build-asan
+
+  step "TSan build and tests"
+  bash scripts/build.sh tsan
+  TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan
+
+  step "fuzz smoke run"
+  bash scripts/build.sh fuzz
+  run_ctest build-fuzz -R '^fuzz\.'
+fi
+step "all tests passed"

@@ -1,0 +1,1851 @@
+#!/usr/bin/env python3
+"""Independent test vectors for cairn's formats (docs/formats.md).
+
+This is a second implementation of docs/formats.md that shares nothing with the C++ code:
+Python 3.11 standard library only, CRC32C written here as a table CRC. It builds journals,
+frames, segment objects, canonical manifests and 256-byte heads, checks every vector with its
+own reference decoder and pure checks, and writes them as C++ literals.
+
+Usage:
+  make_vectors.py                 regenerate tests/vectors/vectors.inc (next to this script)
+  make_vectors.py --stdout        print the generated vectors.inc
+  make_vectors.py --check         regenerate in memory; exit 1 (with a diff) if the committed
+                                  vectors.inc differs, 0 otherwise (CTest: vectors.regenerate)
+  make_vectors.py --emit-dir DIR  write every head image as DIR/NAME.bin, plus NAME.json (the
+                                  exact `cairn head decode --json` output) for valid images or
+                                  NAME.err (the expected error code name) for invalid ones
+
+Everything is deterministic: fixed UUIDs, fixed records, no randomness, no clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+import struct
+import sys
+
+# ---------------------------------------------------------------------------------------------
+# Limits (docs/formats.md, "Limits")
+
+MAX_DATABASE_ID_UNITS = 32_768
+MIN_JOURNAL_HEADER_BYTES = 22
+MAX_JOURNAL_HEADER_BYTES = 65_556
+FRAME_OVERHEAD = 16
+MAX_PAYLOAD = 16 * 1024 * 1024
+MAX_PREFIX_FRAMES = 268_435_456
+MAX_PREFIX_BYTES = (1 << 53) - 1
+MAX_MANIFEST_BYTES = 1 << 20
+SEGMENT_HEADER_BYTES = 76
+MAX_SEGMENT_BODY = 256 * 1024 * 1024
+MAX_GENERATION = (1 << 53) - 1
+INT64_MAX = (1 << 63) - 1
+HEAD_BYTES = 256
+HEAD_FOOTER_OFFSET = 224
+
+JOURNAL_MAGIC = b"CAIRNJNL"
+SEGMENT_MAGIC = b"CAIRNSEG"
+HEAD_MAGIC = bytes.fromhex("4d52444e48454144")  # "MRDNHEAD"
+ZERO32 = bytes(32)
+NIL_UUID = bytes(16)
+
+# ---------------------------------------------------------------------------------------------
+# CRC32C (Castagnoli), reflected polynomial 0x82F63B78, init and final xor 0xFFFFFFFF, unmasked.
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+CRC_TABLE = _crc_table()
+
+
+def crc32c(data: bytes, crc: int = 0) -> int:
+    """crc32c(b, crc32c(a)) == crc32c(a + b)."""
+    c = crc ^ 0xFFFFFFFF
+    for b in data:
+        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def uuid_bytes(text: str) -> bytes:
+    assert len(text) == 36 and text == text.lower()
+    parts = text.split("-")
+    assert [len(p) for p in parts] == [8, 4, 4, 4, 12]
+    return bytes.fromhex("".join(parts))
+
+
+def uuid_text(raw: bytes) -> str:
+    h = raw.hex()
+    return f"{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+class VectorError(Exception):
+    """A reference check failed: `code` is the cairn error code name, `step` the §4 step."""
+
+    def __init__(self, code: str, why: str, step: int = 0):
+        super().__init__(f"{code}: {why}")
+        self.code = code
+        self.why = why
+        self.step = step
+
+
+# ---------------------------------------------------------------------------------------------
+# Journal (docs/formats.md §1)
+
+
+def encode_journal_header(units: list[int]) -> bytes:
+    if not 1 <= len(units) <= MAX_DATABASE_ID_UNITS:
+        raise VectorError("usage", "database id must have 1..32768 code units")
+    assert all(0 <= u <= 0xFFFF for u in units)
+    body = JOURNAL_MAGIC + struct.pack(">II", 1, len(units))
+    body += b"".join(struct.pack(">H", u) for u in units)
+    return body + struct.pack(">I", crc32c(body))
+
+
+def journal_header_length(first16: bytes) -> int:
+    if len(first16) < 16:
+        raise VectorError("format", "fewer than 16 bytes")
+    if first16[0:8] != JOURNAL_MAGIC:
+        raise VectorError("format", "magic")
+    version, n = struct.unpack(">II", first16[8:16])
+    if version != 1:
+        raise VectorError("format", "version")
+    if not 1 <= n <= MAX_DATABASE_ID_UNITS:
+        raise VectorError("format", "unit count")
+    return 20 + 2 * n
+
+
+def decode_journal_header(data: bytes) -> tuple[list[int], bytes]:
+    """Returns (code units, exact header bytes); `data` may continue with frames."""
+    length = journal_header_length(data[:16])
+    if len(data) < length:
+        raise VectorError("format", "truncated header")
+    n = (length - 20) // 2
+    units = list(struct.unpack(f">{n}H", data[16 : 16 + 2 * n]))
+    (crc,) = struct.unpack(">I", data[16 + 2 * n : length])
+    if crc != crc32c(data[: 16 + 2 * n]):
+        raise VectorError("format", "header CRC")
+    return units, bytes(data[:length])
+
+
+def lineage_id(header: bytes) -> bytes:
+    _, exact = decode_journal_header(header)
+    if exact != header:
+        raise VectorError("format", "trailing bytes after the header")
+    return sha256(header)
+
+
+def encode_frame(sequence: int, payload: bytes) -> bytes:
+    assert 0 <= len(payload) <= MAX_PAYLOAD and sequence >= 1
+    head = struct.pack(">IQ", len(payload), sequence) + payload
+    return head + struct.pack(">I", crc32c(head))
+
+
+def scan_frames(body: bytes, first_sequence: int) -> int:
+    """Checks that `body` is exactly whole frames first_sequence, +1, ...; returns the count."""
+    pos, seq = 0, first_sequence
+    while pos < len(body):
+        if len(body) - pos < 12:
+            raise VectorError("format", f"torn frame header at {pos}")
+        p, s = struct.unpack(">IQ", body[pos : pos + 12])
+        if p > MAX_PAYLOAD:
+            raise VectorError("format", f"payload cap at {pos}")
+        if s != seq:
+            raise VectorError("format", f"sequence at {pos}")
+        end = pos + 12 + p + 4
+        if end > len(body):
+            raise VectorError("format", f"torn frame at {pos}")
+        (crc,) = struct.unpack(">I", body[end - 4 : end])
+        if crc != crc32c(body[pos : end - 4]):
+            raise VectorError("format", f"frame CRC at {pos}")
+        pos, seq = end, seq + 1
+    return seq - first_sequence
+
+
+@dataclasses.dataclass
+class Journal:
+    units: list[int]
+    records: list[bytes]
+    header: bytes = b""
+    data: bytes = b""
+    ends: list[int] = dataclasses.field(default_factory=list)  # ends[s] = end of prefix s
+
+    def __post_init__(self) -> None:
+        self.header = encode_journal_header(self.units)
+        self.data = self.header
+        self.ends = [len(self.header)]
+        for i, r in enumerate(self.records):
+            self.data += encode_frame(i + 1, r)
+            self.ends.append(len(self.data))
+
+    @property
+    def lineage(self) -> bytes:
+        return sha256(self.header)
+
+    def prefix(self, s: int) -> tuple[int, bytes]:
+        """(length, SHA-256) of the prefix at sequence s."""
+        return self.ends[s], sha256(self.data[: self.ends[s]])
+
+    def frame_range(self, first: int, count: int) -> tuple[int, int]:
+        return self.ends[first - 1], self.ends[first - 1 + count]
+
+
+# ---------------------------------------------------------------------------------------------
+# Segment object (docs/formats.md §2)
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentHeader:
+    lineage: bytes
+    first: int
+    count: int
+    start: int
+    end: int
+
+
+def segment_header_bytes(h: SegmentHeader, crc: int | None = None, magic: bytes = SEGMENT_MAGIC,
+                         version: int = 1) -> bytes:
+    body = magic + struct.pack(">I32sQIQQ", version, h.lineage, h.first, h.count, h.start, h.end)
+    assert len(body) == 72
+    return body + struct.pack(">I", crc32c(body) if crc is None else crc)
+
+
+def validate_segment_header(h: SegmentHeader) -> None:
+    if h.first < 1:
+        raise VectorError("format", "first sequence 0")
+    if h.count < 1:
+        raise VectorError("format", "count 0")
+    if h.first + h.count - 1 > MAX_PREFIX_FRAMES:
+        raise VectorError("format", "last sequence above the frame cap")
+    if not MIN_JOURNAL_HEADER_BYTES <= h.start < h.end <= MAX_PREFIX_BYTES:
+        raise VectorError("format", "journal range")
+    if h.end - h.start < FRAME_OVERHEAD * h.count:
+        raise VectorError("format", "range shorter than count frames")
+    if h.end - h.start > MAX_SEGMENT_BODY:
+        raise VectorError("format", "body above 256 MiB")
+
+
+def decode_segment_header(first76: bytes) -> SegmentHeader:
+    if len(first76) < SEGMENT_HEADER_BYTES:
+        raise VectorError("format", "short segment header")
+    if first76[0:8] != SEGMENT_MAGIC:
+        raise VectorError("format", "segment magic")
+    version, lineage, first, count, start, end = struct.unpack(">I32sQIQQ", first76[8:72])
+    if version != 1:
+        raise VectorError("format", "segment version")
+    (crc,) = struct.unpack(">I", first76[72:76])
+    if crc != crc32c(first76[:72]):
+        raise VectorError("format", "segment header CRC")
+    h = SegmentHeader(lineage, first, count, start, end)
+    validate_segment_header(h)
+    return h
+
+
+def encode_segment(h: SegmentHeader, body: bytes) -> bytes:
+    validate_segment_header(h)
+    assert len(body) == h.end - h.start and scan_frames(body, h.first) == h.count
+    return segment_header_bytes(h) + body
+
+
+def decode_segment(obj: bytes) -> SegmentHeader:
+    h = decode_segment_header(obj[:SEGMENT_HEADER_BYTES])
+    if len(obj) != SEGMENT_HEADER_BYTES + (h.end - h.start):
+        raise VectorError("format", "object length differs from the header's range")
+    if scan_frames(obj[SEGMENT_HEADER_BYTES:], h.first) != h.count:
+        raise VectorError("format", "frame count")
+    return h
+
+
+def make_segment(j: Journal, first: int, count: int) -> tuple[SegmentHeader, bytes]:
+    start, end = j.frame_range(first, count)
+    h = SegmentHeader(j.lineage, first, count, start, end)
+    return h, encode_segment(h, j.data[start:end])
+
+
+# ---------------------------------------------------------------------------------------------
+# Manifest (docs/formats.md §3): RFC 8785 canonical JSON restricted to this schema.
+
+
+def jcs(value) -> str:
+    """Canonical JSON for our schema: dicts with ASCII keys, lists, non-negative ints, and
+    strings that need no escape."""
+    if isinstance(value, bool):
+        raise TypeError("no booleans in the manifest schema")
+    if isinstance(value, int):
+        assert value >= 0
+        return str(value)
+    if isinstance(value, str):
+        assert all(0x20 <= ord(c) < 0x7F and c not in '"\\' for c in value)
+        return '"' + value + '"'
+    if isinstance(value, list):
+        return "[" + ",".join(jcs(v) for v in value) + "]"
+    if isinstance(value, dict):
+        keys = sorted(value)  # all keys ASCII: code point order == UTF-16 order
+        return "{" + ",".join(jcs(k) + ":" + jcs(value[k]) for k in keys) + "}"
+    raise TypeError(type(value))
+
+
+@dataclasses.dataclass
+class MSeg:
+    first: int
+    count: int
+    start: int
+    end: int
+    object_length: int
+    object_sha256: bytes
+
+
+@dataclasses.dataclass
+class Manifest:
+    generation: int
+    journal_header: bytes
+    lineage: bytes
+    prefix_sequence: int
+    prefix_length: int
+    prefix_sha256: bytes
+    segments: list[MSeg]
+
+    def to_value(self) -> dict:
+        return {
+            "format": 1,
+            "generation": self.generation,
+            "journal_header": base64.b64encode(self.journal_header).decode("ascii"),
+            "lineage": self.lineage.hex(),
+            "prefix": {
+                "length": self.prefix_length,
+                "sequence": self.prefix_sequence,
+                "sha256": self.prefix_sha256.hex(),
+            },
+            "segments": [
+                {
+                    "count": s.count,
+                    "first_sequence": s.first,
+                    "journal_end": s.end,
+                    "journal_start": s.start,
+                    "object_length": s.object_length,
+                    "object_sha256": s.object_sha256.hex(),
+                }
+                for s in self.segments
+            ],
+        }
+
+
+def validate_manifest(m: Manifest) -> None:
+    if not 1 <= m.generation <= MAX_GENERATION:
+        raise VectorError("format", "generation")
+    header_len = len(m.journal_header)
+    if lineage_id(m.journal_header) != m.lineage:
+        raise VectorError("format", "lineage is not SHA-256 of journal_header")
+    if not 0 <= m.prefix_sequence <= MAX_PREFIX_FRAMES:
+        raise VectorError("format", "prefix sequence")
+    if m.prefix_length > MAX_PREFIX_BYTES:
+        raise VectorError("format", "prefix length")
+    pos, seq = header_len, 1
+    for s in m.segments:
+        validate_segment_header(SegmentHeader(m.lineage, s.first, s.count, s.start, s.end))
+        if s.start != pos or s.first != seq:
+            raise VectorError("format", "segments do not tile")
+        if s.object_length != SEGMENT_HEADER_BYTES + (s.end - s.start):
+            raise VectorError("format", "object length")
+        pos, seq = s.end, s.first + s.count
+    if pos != m.prefix_length:
+        raise VectorError("format", "segments do not end at the prefix length")
+    if seq - 1 != m.prefix_sequence:
+        raise VectorError("format", "prefix sequence is not the sum of counts")
+    if not m.segments and m.prefix_sha256 != m.lineage:
+        raise VectorError("format", "empty prefix hash is not the lineage")
+
+
+def encode_manifest(m: Manifest) -> bytes:
+    validate_manifest(m)
+    out = jcs(m.to_value()).encode("ascii")
+    assert len(out) <= MAX_MANIFEST_BYTES
+    return out
+
+
+def _hex32(v) -> bytes:
+    if not isinstance(v, str) or len(v) != 64 or any(c not in "0123456789abcdef" for c in v):
+        raise VectorError("format", "not 64 lowercase hex digits")
+    return bytes.fromhex(v)
+
+
+def _uint(v) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise VectorError("format", "not an unsigned integer")
+    return v
+
+
+def decode_manifest(data: bytes) -> Manifest:
+    """Reference decoder: parse, rebuild the typed value, re-encode, require identical bytes."""
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise VectorError("format", "manifest above 1 MiB")
+
+    def no_dupes(pairs):
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise VectorError("format", "duplicate key")
+        return dict(pairs)
+
+    try:
+        text = data.decode("utf-8")
+        v = json.loads(text, object_pairs_hook=no_dupes, parse_float=lambda s: float(s),
+                       parse_constant=lambda s: float(s))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise VectorError("format", f"not JSON: {e}") from None
+    try:
+        if not isinstance(v, dict) or set(v) != {"format", "generation", "journal_header",
+                                                 "lineage", "prefix", "segments"}:
+            raise VectorError("format", "keys")
+        if _uint(v["format"]) != 1:
+            raise VectorError("format", "format version")
+        jh_text = v["journal_header"]
+        if not isinstance(jh_text, str):
+            raise VectorError("format", "journal_header")
+        jh = base64.b64decode(jh_text, validate=True)
+        if base64.b64encode(jh).decode("ascii") != jh_text:
+            raise VectorError("format", "non-canonical base64")
+        p = v["prefix"]
+        if not isinstance(p, dict) or set(p) != {"length", "sequence", "sha256"}:
+            raise VectorError("format", "prefix keys")
+        segs = []
+        if not isinstance(v["segments"], list):
+            raise VectorError("format", "segments")
+        for s in v["segments"]:
+            if not isinstance(s, dict) or set(s) != {"count", "first_sequence", "journal_end",
+                                                     "journal_start", "object_length",
+                                                     "object_sha256"}:
+                raise VectorError("format", "segment keys")
+            segs.append(MSeg(_uint(s["first_sequence"]), _uint(s["count"]),
+                             _uint(s["journal_start"]), _uint(s["journal_end"]),
+                             _uint(s["object_length"]), _hex32(s["object_sha256"])))
+        m = Manifest(_uint(v["generation"]), jh, _hex32(v["lineage"]), _uint(p["sequence"]),
+                     _uint(p["length"]), _hex32(p["sha256"]), segs)
+    except (ValueError, TypeError, KeyError) as e:  # binascii.Error is a ValueError
+        raise VectorError("format", f"schema: {e}") from None
+    if encode_manifest(m) != data:
+        raise VectorError("format", "not canonical")
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# Head (docs/formats.md §4)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadFields:
+    ns: bytes
+    publisher: bytes
+    publication: bytes
+    lineage: bytes
+    revision: int
+    manifest_sha256: bytes
+    manifest_length: int
+    prefix_sequence: int
+    prefix_length: int
+    prefix_sha256: bytes
+    predecessor: bytes | None  # id of the previous image (length 256), None when absent
+
+
+@dataclasses.dataclass(frozen=True)
+class RawHead:
+    """Every stored field, including the ones a canonical encoder derives."""
+    magic: bytes
+    version: int
+    flags: int
+    ns: bytes
+    publisher: bytes
+    publication: bytes
+    lineage: bytes
+    revision: int
+    manifest_sha256: bytes
+    manifest_length: int
+    prefix_sequence: int
+    prefix_length: int
+    prefix_sha256: bytes
+    predecessor_sha256: bytes
+    predecessor_length: int
+    footer: bytes | None = None  # None: the correct SHA-256 of bytes [0, 224)
+
+
+HEAD_LAYOUT = ">8sII16s16s16s32sQ32sIQQ32s32sI"
+assert struct.calcsize(HEAD_LAYOUT) == HEAD_FOOTER_OFFSET
+
+
+def raw_from_fields(f: HeadFields) -> RawHead:
+    return RawHead(HEAD_MAGIC, 1, 0 if f.predecessor is None else 1, f.ns, f.publisher,
+                   f.publication, f.lineage, f.revision, f.manifest_sha256, f.manifest_length,
+                   f.prefix_sequence, f.prefix_length, f.prefix_sha256,
+                   ZERO32 if f.predecessor is None else f.predecessor,
+                   0 if f.predecessor is None else HEAD_BYTES)
+
+
+def pack_head(r: RawHead) -> bytes:
+    body = struct.pack(HEAD_LAYOUT, r.magic, r.version, r.flags, r.ns, r.publisher,
+                       r.publication, r.lineage, r.revision, r.manifest_sha256,
+                       r.manifest_length, r.prefix_sequence, r.prefix_length, r.prefix_sha256,
+                       r.predecessor_sha256, r.predecessor_length)
+    image = body + (sha256(body) if r.footer is None else r.footer)
+    assert len(image) == HEAD_BYTES
+    return image
+
+
+@dataclasses.dataclass(frozen=True)
+class Head:
+    image: bytes
+    fields: HeadFields
+
+    @property
+    def id(self) -> bytes:
+        return sha256(self.image)
+
+    @property
+    def footer(self) -> bytes:
+        return self.image[HEAD_FOOTER_OFFSET:]
+
+
+def decode_head(image: bytes, expected: tuple[bytes, int] | None = None) -> Head:
+    """Reference decoder: the checks of docs/formats.md §4 in their order."""
+
+    def fail(step: int, why: str, code: str = "format"):
+        raise VectorError(code, why, step)
+
+    if len(image) != HEAD_BYTES:
+        fail(1, f"length {len(image)} is not 256")
+    (magic, version, flags, ns, publisher, publication, lineage, revision, msha, mlen, pseq,
+     plen, psha, pred_sha, pred_len) = struct.unpack(HEAD_LAYOUT, image[:HEAD_FOOTER_OFFSET])
+    if magic != HEAD_MAGIC:
+        fail(2, "magic")
+    if version != 1:
+        fail(2, f"version {version}")
+    if flags not in (0, 1):
+        fail(2, f"flags {flags:#x}")
+    if sha256(image[:HEAD_FOOTER_OFFSET]) != image[HEAD_FOOTER_OFFSET:]:
+        fail(3, "footer is not SHA-256 of bytes [0, 224)")
+    for name, u in (("namespace", ns), ("publisher", publisher), ("publication", publication)):
+        if u == NIL_UUID:
+            fail(4, f"nil {name} UUID")
+    if not 1 <= revision <= INT64_MAX:
+        fail(5, f"revision {revision}")
+    if not 1 <= mlen <= MAX_MANIFEST_BYTES:
+        fail(6, f"manifest length {mlen}")
+    if not 0 <= pseq <= MAX_PREFIX_FRAMES:
+        fail(7, f"prefix sequence {pseq}")
+    # pseq <= 2^28 here, so 22 + 16 * pseq cannot overflow a u64.
+    if plen < MIN_JOURNAL_HEADER_BYTES + FRAME_OVERHEAD * pseq or plen > MAX_PREFIX_BYTES:
+        fail(8, f"prefix length {plen} for sequence {pseq}")
+    if pseq == 0 and plen > MAX_JOURNAL_HEADER_BYTES:
+        fail(8, "empty prefix longer than the largest header")
+    if pseq == 0 and psha != lineage:
+        fail(8, "empty prefix hash is not the lineage id")
+    if flags == 0:
+        if revision != 1:
+            fail(9, "flags 0 at revision > 1")
+        if pred_sha != ZERO32 or pred_len != 0:
+            fail(9, "non-canonical absent predecessor")
+    else:
+        if revision < 2:
+            fail(9, "flags 1 at revision 1")
+        if pred_len != HEAD_BYTES:
+            fail(9, f"predecessor length {pred_len}")
+    head = Head(bytes(image), HeadFields(ns, publisher, publication, lineage, revision, msha,
+                                         mlen, pseq, plen, psha,
+                                         None if flags == 0 else pred_sha))
+    if expected is not None and (expected[0] != head.id or expected[1] != HEAD_BYTES):
+        fail(10, "not the expected reference", "reference")
+    return head
+
+
+def make_head(f: HeadFields) -> Head:
+    """Canonical encoder: the image must pass the reference decoder."""
+    image = pack_head(raw_from_fields(f))
+    h = decode_head(image)
+    assert h.fields == f
+    return h
+
+
+# Pure checks (docs/formats.md §4, "Pure checks")
+
+
+def require_binding(h: Head, ns: bytes, publisher: bytes, lineage: bytes) -> None:
+    f = h.fields
+    if f.ns != ns or f.publisher != publisher or f.lineage != lineage:
+        raise VectorError("binding", "binding differs")
+
+
+def require_successor(prev: Head, nxt: Head) -> None:
+    p, n = prev.fields, nxt.fields
+
+    def fail(why: str):
+        raise VectorError("transition", why)
+
+    if p.revision >= INT64_MAX:
+        fail("previous revision cannot advance")
+    if n.revision != p.revision + 1:
+        fail("revision is not previous + 1")
+    if (n.ns, n.publisher, n.lineage) != (p.ns, p.publisher, p.lineage):
+        fail("bindings differ")
+    if n.publication == p.publication:
+        fail("same publication")
+    if n.predecessor != prev.id:
+        fail("predecessor is not the previous image")
+    if n.prefix_sequence < p.prefix_sequence:
+        fail("prefix sequence went back")
+    if n.prefix_sequence == p.prefix_sequence:
+        if (n.prefix_length, n.prefix_sha256) != (p.prefix_length, p.prefix_sha256):
+            fail("unchanged cutoff with a different length or hash")
+    else:
+        if n.prefix_length < p.prefix_length or (
+                n.prefix_length - p.prefix_length
+                < FRAME_OVERHEAD * (n.prefix_sequence - p.prefix_sequence)):
+            fail("larger cutoff without room for the new frames")
+
+
+def bind_manifest(h: Head, data: bytes) -> Manifest:
+    f = h.fields
+    if len(data) != f.manifest_length or sha256(data) != f.manifest_sha256:
+        raise VectorError("manifest", "manifest length or hash differs")
+    try:
+        m = decode_manifest(data)
+    except VectorError as e:
+        raise VectorError("manifest", f"manifest does not decode: {e.why}") from None
+    if m.lineage != f.lineage:
+        raise VectorError("manifest", "lineage differs")
+    if (m.prefix_sequence, m.prefix_length, m.prefix_sha256) != (
+            f.prefix_sequence, f.prefix_length, f.prefix_sha256):
+        raise VectorError("manifest", "prefix differs")
+    return m
+
+
+def outcome(fn, *args) -> str:
+    """'' for success, else the error code name."""
+    try:
+        fn(*args)
+        return ""
+    except VectorError as e:
+        return e.code
+
+
+def head_json(h: Head) -> dict:
+    """The exact `cairn head decode --json` object."""
+    f = h.fields
+    return {
+        "namespace": uuid_text(f.ns),
+        "publisher": uuid_text(f.publisher),
+        "publication": uuid_text(f.publication),
+        "lineage": f.lineage.hex(),
+        "revision": f.revision,
+        "manifest_sha256": f.manifest_sha256.hex(),
+        "manifest_length": f.manifest_length,
+        "prefix_sequence": f.prefix_sequence,
+        "prefix_length": f.prefix_length,
+        "prefix_sha256": f.prefix_sha256.hex(),
+        "predecessor_sha256": (ZERO32 if f.predecessor is None else f.predecessor).hex(),
+        "predecessor_length": 0 if f.predecessor is None else HEAD_BYTES,
+        "id": h.id.hex(),
+        "footer": h.footer.hex(),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The vectors
+
+
+NS = uuid_bytes("0b1e7f5c-3a9d-4c2e-8f61-2d4b6a8c0e13")
+NS_OTHER = uuid_bytes("0b1e7f5c-3a9d-4c2e-8f61-2d4b6a8c0e14")
+PUBLISHER = uuid_bytes("5eed1e55-7c3b-4a1f-9d2e-6b8c0a4f2e71")
+PUBLISHER_OTHER = uuid_bytes("5eed1e55-7c3b-4a1f-9d2e-6b8c0a4f2e72")
+
+
+def publication(n: int) -> bytes:
+    return uuid_bytes(f"ab1c0de0-0000-4000-8000-{n:012x}")
+
+
+def units_of(text: str) -> list[int]:
+    raw = text.encode("utf-16-be")
+    return list(struct.unpack(f">{len(raw) // 2}H", raw))
+
+
+# The largest database id: 32,768 units, unit i = 'A' + i % 26 (the C++ test builds the same).
+def largest_units() -> list[int]:
+    return [0x41 + i % 26 for i in range(MAX_DATABASE_ID_UNITS)]
+
+
+class Gen:
+    """Builds every vector, checks each with the reference code, and renders the outputs."""
+
+    def __init__(self) -> None:
+        self.heads: dict[str, Head] = {}
+        self.head_notes: dict[str, str] = {}
+        self.bad_heads: list[tuple[str, bytes, str, int, str]] = []
+        self.manifests: dict[str, tuple[Manifest, bytes]] = {}
+        self.build()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def add_head(self, name: str, f: HeadFields, note: str) -> Head:
+        assert name not in self.heads
+        h = make_head(f)
+        self.heads[name] = h
+        self.head_notes[name] = note
+        return h
+
+    def add_bad(self, name: str, image: bytes, step: int, why: str) -> None:
+        try:
+            decode_head(image)
+        except VectorError as e:
+            assert e.code == "format" and e.step == step, (name, e.code, e.step, e.why)
+            self.bad_heads.append((name, image, "format", step, why))
+            return
+        raise AssertionError(f"{name} decodes but should not")
+
+    def add_manifest(self, name: str, m: Manifest) -> bytes:
+        data = encode_manifest(m)
+        assert decode_manifest(data) == m
+        self.manifests[name] = (m, data)
+        return data
+
+    def manifest_for(self, j: Journal, generation: int,
+                     cuts: list[tuple[int, int]]) -> Manifest:
+        segs = []
+        for first, count in cuts:
+            h, obj = make_segment(j, first, count)
+            segs.append(MSeg(first, count, h.start, h.end, len(obj), sha256(obj)))
+        s = sum(c for _, c in cuts)
+        length, digest = j.prefix(s)
+        return Manifest(generation, j.header, j.lineage, s, length, digest, segs)
+
+    def fields_for(self, j: Journal, revision: int, pub: int, mdata: bytes, s: int,
+                   predecessor: bytes | None) -> HeadFields:
+        length, digest = j.prefix(s)
+        return HeadFields(NS, PUBLISHER, publication(pub), j.lineage, revision, sha256(mdata),
+                          len(mdata), s, length, digest, predecessor)
+
+    # -- everything ------------------------------------------------------------------------
+
+    def build(self) -> None:
+        # CRC32C
+        crc_inputs = [
+            ("check", b"123456789"),
+            ("empty", b""),
+            ("a", b"a"),
+            ("zeros32", bytes(32)),
+            ("ones32", b"\xff" * 32),
+            ("ascending32", bytes(range(32))),
+            ("descending32", bytes(range(31, -1, -1))),
+            ("journal_magic", JOURNAL_MAGIC),
+        ]
+        self.crcs = [(n, d, crc32c(d)) for n, d in crc_inputs]
+        known = {"check": 0xE3069283, "empty": 0, "zeros32": 0x8A9136AA, "ones32": 0x62A8AB43,
+                 "ascending32": 0x46DD794E, "descending32": 0x113FDB5C}  # RFC 3720 B.4
+        for n, _, c in self.crcs:
+            assert n not in known or known[n] == c, n
+        assert crc32c(b"56789", crc32c(b"1234")) == 0xE3069283
+
+        # Journal headers
+        self.db = Journal(units_of("db"), [b"alpha", b"", b"gamma gamma", bytes([0, 1, 2, 0xFF])])
+        self.header_vectors = []
+        for name, units in [
+            ("db", units_of("db")),
+            ("one_unit", [0x78]),
+            ("high_surrogate_alone", [0xD800]),
+            ("low_surrogate_alone", [0xDC00]),
+            ("reversed_pair", [0xDC00, 0xD800]),
+            ("surrogate_pair", [0xD83D, 0xDE00]),
+            ("nul_and_bmp", [0x0000, 0x00E9, 0x4E2D, 0xFFFF]),
+        ]:
+            hb = encode_journal_header(units)
+            assert decode_journal_header(hb + b"\x00\x00") == (units, hb)
+            self.header_vectors.append((name, units, hb, sha256(hb)))
+        # The display name is not the lineage: SHA-256("db") differs from the lineage id.
+        assert sha256(b"db") != self.db.lineage
+
+        big = encode_journal_header(largest_units())
+        assert len(big) == MAX_JOURNAL_HEADER_BYTES == 65_556
+        self.largest_header = (len(big), sha256(big), big[:16], big[-4:])
+        try:
+            encode_journal_header(largest_units() + [0x41])
+            raise AssertionError("32,769 units encoded")
+        except VectorError as e:
+            assert e.code == "usage"
+
+        db_h = self.db.header
+        bad_jh = []
+
+        def bad_header(name: str, data: bytes, why: str) -> None:
+            try:
+                decode_journal_header(data)
+            except VectorError as e:
+                assert e.code == "format"
+                bad_jh.append((name, data, why))
+                return
+            raise AssertionError(name)
+
+        def with_crc(b: bytes) -> bytes:
+            return b + struct.pack(">I", crc32c(b))
+
+        bad_header("empty", b"", "fewer than 16 bytes")
+        bad_header("fifteen_bytes", db_h[:15], "fewer than 16 bytes")
+        bad_header("magic", with_crc(b"CAIRNJNX" + db_h[8:20]), "wrong magic (CRC valid)")
+        bad_header("version_0", with_crc(db_h[:8] + struct.pack(">I", 0) + db_h[12:20]),
+                   "version 0 (CRC valid)")
+        bad_header("version_2", with_crc(db_h[:8] + struct.pack(">I", 2) + db_h[12:20]),
+                   "version 2 (CRC valid)")
+        bad_header("units_0", with_crc(db_h[:12] + struct.pack(">I", 0)), "n = 0 (CRC valid)")
+        bad_header("units_32769", db_h[:12] + struct.pack(">I", 32_769) + bytes(8),
+                   "n = 32,769: above the cap, refused before the body is read")
+        bad_header("units_ffffffff", db_h[:12] + b"\xff\xff\xff\xff" + bytes(8),
+                   "n = 2^32 - 1 (20 + 2n overflows 32 bits)")
+        bad_header("truncated", db_h[:-1], "one byte short of 20 + 2n")
+        bad_header("crc", db_h[:-1] + bytes([db_h[-1] ^ 1]), "CRC mismatch")
+        bad_header("unit_flipped", db_h[:16] + bytes([db_h[16] ^ 0x20]) + db_h[17:],
+                   "a code unit changed, CRC not updated")
+        self.bad_journal_headers = bad_jh
+        self.header_lengths = [
+            ("db", db_h[:16], 24),
+            ("largest", big[:16], 65_556),
+            ("units_0", db_h[:12] + struct.pack(">I", 0), None),
+            ("units_32769", db_h[:12] + struct.pack(">I", 32_769), None),
+            ("version_2", db_h[:8] + struct.pack(">II", 2, 2), None),
+            ("magic", b"CAIRNJNX" + db_h[8:16], None),
+        ]
+        for _, first16, want in self.header_lengths:
+            got = outcome(journal_header_length, first16)
+            assert (got == "") == (want is not None)
+            if want is not None:
+                assert journal_header_length(first16) == want
+
+        # Frames
+        self.frames = [(1, b""), (2, b"hello"), (7, bytes(range(256))[:40]),
+                       (MAX_PREFIX_FRAMES, b"x")]
+
+        # The small journal: records, prefixes, segments, manifests
+        j = self.db
+        assert scan_frames(j.data[len(j.header):], 1) == 4
+        self.segments = {}
+        for name, first, count in [("s12", 1, 2), ("s34", 3, 2), ("s1234", 1, 4)]:
+            h, obj = make_segment(j, first, count)
+            assert decode_segment(obj) == h
+            self.segments[name] = (h, obj)
+        # Header-only refusals (76 bytes each; the CRC is valid unless the case is the CRC).
+        s12 = self.segments["s12"][0]
+        bad_seg = []
+
+        def bad_segment_header(name: str, data: bytes, why: str) -> None:
+            assert len(data) == SEGMENT_HEADER_BYTES
+            try:
+                decode_segment_header(data)
+            except VectorError as e:
+                assert e.code == "format"
+                bad_seg.append((name, data, why))
+                return
+            raise AssertionError(name)
+
+        def rep(**kw) -> SegmentHeader:
+            return dataclasses.replace(s12, **kw)
+
+        good = segment_header_bytes(s12)
+        bad_segment_header("magic", segment_header_bytes(s12, magic=b"CAIRNSEX"), "magic")
+        bad_segment_header("version_2", segment_header_bytes(s12, version=2), "version 2")
+        bad_segment_header("crc", good[:72] + bytes([good[72] ^ 0x80]) + good[73:], "CRC")
+        bad_segment_header("first_0", segment_header_bytes(rep(first=0)), "first sequence 0")
+        bad_segment_header("count_0", segment_header_bytes(rep(count=0)), "count 0")
+        bad_segment_header("last_above_cap",
+                           segment_header_bytes(rep(first=MAX_PREFIX_FRAMES, count=2)),
+                           "f + c - 1 = 268,435,457")
+        bad_segment_header("first_u64_max", segment_header_bytes(rep(first=(1 << 64) - 1)),
+                           "f + c - 1 overflows 64 bits")
+        bad_segment_header("start_21", segment_header_bytes(rep(start=21, end=21 + 37)),
+                           "start below the smallest header")
+        bad_segment_header("start_eq_end", segment_header_bytes(rep(end=s12.start)), "a = b")
+        bad_segment_header("start_gt_end", segment_header_bytes(rep(end=s12.start - 1)),
+                           "a > b (b - a underflows)")
+        bad_segment_header("range_short", segment_header_bytes(rep(end=s12.start + 31)),
+                           "b - a = 31 < 16 * 2")
+        bad_segment_header("end_above_2_53",
+                           segment_header_bytes(rep(start=MAX_PREFIX_BYTES - 100,
+                                                    end=MAX_PREFIX_BYTES + 1)),
+                           "b = 2^53")
+        bad_segment_header("body_above_256mib",
+                           segment_header_bytes(rep(end=s12.start + MAX_SEGMENT_BODY + 1)),
+                           "b - a = 256 MiB + 1")
+        bad_segment_header("end_u64_max", segment_header_bytes(rep(end=(1 << 64) - 1)),
+                           "b = 2^64 - 1")
+        self.bad_segment_headers = bad_seg
+        # Whole-object refusals.
+        s12_obj = self.segments["s12"][1]
+        s34_obj = self.segments["s34"][1]
+        bad_obj = []
+
+        def bad_segment(name: str, data: bytes, why: str) -> None:
+            assert outcome(decode_segment, data) == "format", name
+            bad_obj.append((name, data, why))
+
+        bad_segment("trailing_byte", s12_obj + b"\x00", "one byte more than 76 + (b - a)")
+        bad_segment("missing_byte", s12_obj[:-1], "one byte less than 76 + (b - a)")
+        body_flip = bytearray(s12_obj)
+        body_flip[SEGMENT_HEADER_BYTES + 12] ^= 0x01  # first payload byte of frame 1
+        bad_segment("frame_crc", bytes(body_flip), "a payload byte changed")
+        bad_segment("wrong_sequence",
+                    segment_header_bytes(dataclasses.replace(self.segments["s34"][0], first=1))
+                    + s34_obj[SEGMENT_HEADER_BYTES:],
+                    "header says frames 1..2, body holds frames 3..4")
+        self.bad_segments = bad_obj
+
+        # Manifests for the small journal
+        m_gen = self.manifest_for(j, 1, [])
+        m1 = self.manifest_for(j, 1, [(1, 2)])
+        m2 = self.manifest_for(j, 2, [(1, 2), (3, 2)])
+        m3 = self.manifest_for(j, 3, [(1, 4)])
+        d_gen = self.add_manifest("genesis", m_gen)
+        d1 = self.add_manifest("m1", m1)
+        d2 = self.add_manifest("m2", m2)
+        d3 = self.add_manifest("m3", m3)
+
+        # Heads of the small journal
+        h1 = self.add_head("r1", self.fields_for(j, 1, 1, d1, 2, None),
+                           "revision 1: prefix s=2, manifest m1 (one segment)")
+        h2 = self.add_head("r2", self.fields_for(j, 2, 2, d2, 4, h1.id),
+                           "revision 2, successor of r1: prefix s=4, manifest m2 (two segments)")
+        self.add_head("r3_replacement", self.fields_for(j, 3, 3, d3, 4, h2.id),
+                      "revision 3, successor of r2 with an unchanged cutoff and a new manifest "
+                      "(m3, compacted): valid")
+        f2 = h2.fields
+        self.add_head("r3_contradict_hash",
+                      dataclasses.replace(self.fields_for(j, 3, 3, d3, 4, h2.id),
+                                          prefix_sha256=j.prefix(3)[1]),
+                      "revision 3 after r2: same sequence, different prefix hash")
+        self.add_head("r3_contradict_length",
+                      dataclasses.replace(self.fields_for(j, 3, 3, d3, 4, h2.id),
+                                          prefix_length=f2.prefix_length + 1),
+                      "revision 3 after r2: same sequence, different prefix length")
+        self.add_head("genesis", self.fields_for(j, 1, 10, d_gen, 0, None),
+                      "revision 1 with the empty prefix (s=0, L=24, hash = lineage)")
+
+        base1 = h1.fields
+        # Valid boundary heads (not bound to a real manifest).
+        self.add_head("revision_max_minus_1",
+                      dataclasses.replace(f2, revision=INT64_MAX - 1, publication=publication(20)),
+                      "revision INT64_MAX - 1")
+        hmax = self.add_head(
+            "revision_max",
+            dataclasses.replace(f2, revision=INT64_MAX, publication=publication(21),
+                                predecessor=self.heads["revision_max_minus_1"].id),
+            "revision INT64_MAX: decodes, cannot advance")
+        self.add_head("after_revision_max",
+                      dataclasses.replace(f2, revision=INT64_MAX, publication=publication(22),
+                                          predecessor=hmax.id),
+                      "claims to follow revision_max (revision INT64_MAX, predecessor its id)")
+        self.add_head("manifest_length_1", dataclasses.replace(base1, manifest_length=1),
+                      "manifest length 1 (smallest)")
+        self.add_head("manifest_length_1mib",
+                      dataclasses.replace(base1, manifest_length=MAX_MANIFEST_BYTES),
+                      "manifest length 1,048,576 (largest)")
+        self.add_head("sequence_max",
+                      dataclasses.replace(base1, prefix_sequence=MAX_PREFIX_FRAMES,
+                                          prefix_length=22 + 16 * MAX_PREFIX_FRAMES),
+                      "prefix sequence 268,435,456 with L = 22 + 16 s = 4,294,967,318")
+        self.add_head("length_min_s1",
+                      dataclasses.replace(base1, prefix_sequence=1, prefix_length=38),
+                      "s = 1, L = 38 = 22 + 16")
+        self.add_head("length_max", dataclasses.replace(base1, prefix_length=MAX_PREFIX_BYTES),
+                      "L = 2^53 - 1")
+        self.add_head("empty_prefix_22",
+                      dataclasses.replace(base1, prefix_sequence=0, prefix_length=22,
+                                          prefix_sha256=base1.lineage),
+                      "s = 0, L = 22 (smallest header), hash = lineage")
+        self.add_head("empty_prefix_65556",
+                      dataclasses.replace(base1, prefix_sequence=0, prefix_length=65_556,
+                                          prefix_sha256=base1.lineage),
+                      "s = 0, L = 65,556 (largest header), hash = lineage")
+
+        # Successor relations that fail (each head decodes on its own).
+        def succ(name, note, **kw):
+            base = dict(revision=2, publication=publication(2), predecessor=h1.id)
+            base.update(kw)
+            return self.add_head(name, dataclasses.replace(f2, **base), note)
+
+        succ("r2_skip_revision", "revision 3 naming r1", revision=3)
+        succ("r2_same_publication", "reuses r1's publication id", publication=base1.publication)
+        succ("r2_other_namespace", "another namespace", ns=NS_OTHER)
+        succ("r2_other_publisher", "another publisher", publisher=PUBLISHER_OTHER)
+        succ("r2_other_lineage", "another lineage (SHA-256 of the UTF-8 name)",
+             lineage=sha256(b"db"))
+        succ("r2_predecessor_footer", "predecessor = r1's footer instead of its id",
+             predecessor=h1.footer)
+        succ("r2_predecessor_other", "predecessor = the id of another head (genesis)",
+             predecessor=self.heads["genesis"].id)
+        pl1, ph1 = j.prefix(1)
+        succ("r2_sequence_back", "prefix s = 1 < 2", prefix_sequence=1, prefix_length=pl1,
+             prefix_sha256=ph1)
+        succ("r2_sequence_up_length_short", "s = 3 > 2 but L' - L = 15 < 16",
+             prefix_sequence=3, prefix_length=base1.prefix_length + 15)
+        succ("r2_sequence_up_length_min", "s = 3 > 2 with L' - L = 16 exactly (valid)",
+             prefix_sequence=3, prefix_length=base1.prefix_length + 16)
+        # Arithmetic: L' < L with s' > s (L' - L wraps around in 64-bit arithmetic).
+        big_prev = self.add_head(
+            "big_r1", dataclasses.replace(base1, prefix_sequence=1, prefix_length=1000,
+                                          publication=publication(30)),
+            "revision 1, s = 1, L = 1000")
+        self.add_head("big_r2_length_down",
+                      dataclasses.replace(base1, revision=2, publication=publication(31),
+                                          predecessor=big_prev.id, prefix_sequence=2,
+                                          prefix_length=999),
+                      "after big_r1: s = 2 > 1 but L' = 999 < 1000 (L' - L wraps)")
+        self.add_head("big_r2_length_same",
+                      dataclasses.replace(base1, revision=2, publication=publication(33),
+                                          predecessor=big_prev.id, prefix_sequence=2,
+                                          prefix_length=1000),
+                      "after big_r1: s = 2 > 1 with L' = L = 1000")
+        self.add_head("big_r2_ok",
+                      dataclasses.replace(base1, revision=2, publication=publication(32),
+                                          predecessor=big_prev.id, prefix_sequence=2,
+                                          prefix_length=1016),
+                      "after big_r1: s = 2, L' = 1016: valid")
+        self.add_head("r1_other_lineage",
+                      dataclasses.replace(base1, lineage=sha256(b"db")),
+                      "r1 with SHA-256 of the UTF-8 name as lineage (display name, not lineage)")
+
+        # Manifest binding: heads that name a manifest they do not match.
+        self.add_head("r1_manifest_length_plus_1",
+                      dataclasses.replace(base1, manifest_length=base1.manifest_length + 1),
+                      "r1 but manifest length + 1")
+        self.add_head("r2_prefix_of_r1", dataclasses.replace(base1, manifest_sha256=sha256(d2),
+                                                             manifest_length=len(d2)),
+                      "names m2 but declares r1's prefix (s = 2)")
+        self.add_head("r2_prefix_length_off",
+                      dataclasses.replace(f2, prefix_length=f2.prefix_length + 1),
+                      "names m2, prefix length + 1")
+        self.add_head("r2_prefix_hash_off",
+                      dataclasses.replace(f2, prefix_sha256=ph1),
+                      "names m2, prefix hash of another sequence")
+        self.add_head("r2_lineage_off", dataclasses.replace(f2, lineage=sha256(b"db")),
+                      "names m2 with everything equal but the lineage")
+        noncanon = d1.replace(b'"format":1', b'"format": 1')
+        self.add_head("r1_names_noncanonical",
+                      dataclasses.replace(base1, manifest_sha256=sha256(noncanon),
+                                          manifest_length=len(noncanon)),
+                      "names a non-canonical spelling of m1 (hash and length match it)")
+
+        # Two graphs of one lineage with different first commits (journal comparison only).
+        ja = Journal(units_of("db"), [b"a1", b"a2"])
+        jb = Journal(units_of("db"), [b"b1", b"b2", b"b3"])
+        assert ja.lineage == jb.lineage == j.lineage
+        self.journal_a, self.journal_b = ja, jb
+        for name, jj, cuts1, cuts2, p in [("a", ja, [(1, 1)], [(1, 1), (2, 1)], 40),
+                                          ("b", jb, [(1, 1)], [(1, 1), (2, 2)], 50)]:
+            for g in (cuts1, cuts2):
+                for first, count in g:
+                    key = f"{name}_s{first}{first + count - 1}"
+                    if key not in self.segments:
+                        hh, obj = make_segment(jj, first, count)
+                        self.segments[key] = (hh, obj)
+            ma1 = self.add_manifest(f"{name}1", self.manifest_for(jj, 1, cuts1))
+            ma2 = self.add_manifest(f"{name}2", self.manifest_for(jj, 2, cuts2))
+            r1 = self.add_head(f"{name}_r1", self.fields_for(jj, 1, p, ma1, 1, None),
+                               f"graph {name.upper()}, revision 1 (prefix s = 1)")
+            self.add_head(f"{name}_r2",
+                          self.fields_for(jj, 2, p + 1, ma2, sum(c for _, c in cuts2), r1.id),
+                          f"graph {name.upper()}, revision 2")
+        self.add_head("splice_b_after_a",
+                      self.fields_for(jb, 2, 60, self.manifests["b2"][1], 3,
+                                      self.heads["a_r1"].id),
+                      "journal B's s = 3 checkpoint as successor of graph A's revision 1: "
+                      "passes every pure check, B does not extend A")
+
+        # Invalid images (footer correct unless the case is the footer).
+        raw1 = raw_from_fields(base1)
+        raw2 = raw_from_fields(f2)
+
+        def bad(name, step, why, raw=raw1, **kw):
+            self.add_bad(name, pack_head(dataclasses.replace(raw, **kw)), step, why)
+
+        img1 = h1.image
+        self.add_bad("length_0", b"", 1, "empty")
+        self.add_bad("length_1", img1[:1], 1, "1 byte")
+        self.add_bad("length_224", img1[:224], 1, "without the footer")
+        self.add_bad("length_255", img1[:255], 1, "one byte short")
+        self.add_bad("length_257", img1 + b"\x00", 1, "one byte more")
+        self.add_bad("length_512", img1 + img1, 1, "two images")
+        bad("magic", 2, "magic 4d52444e48454145", magic=bytes.fromhex("4d52444e48454145"))
+        bad("magic_journal", 2, "a journal magic", magic=JOURNAL_MAGIC)
+        bad("version_0", 2, "version 0", version=0)
+        bad("version_2", 2, "version 2", version=2)
+        bad("version_ffffffff", 2, "version 2^32 - 1", version=0xFFFFFFFF)
+        for v in (2, 3, 0x80000000, 0xFFFFFFFF):
+            bad(f"flags_{v:x}", 2, f"reserved flags {v:#x}", flags=v)
+            bad(f"flags_{v:x}_r2", 2, f"reserved flags {v:#x} on revision 2", raw=raw2, flags=v)
+        flipped = bytearray(img1)
+        flipped[HEAD_FOOTER_OFFSET] ^= 0x01
+        self.add_bad("footer_bit", bytes(flipped), 3, "footer bit 0 of byte 224 flipped")
+        flipped = bytearray(img1)
+        flipped[100] ^= 0x80
+        self.add_bad("body_bit", bytes(flipped), 3, "revision byte changed, footer not updated")
+        bad("footer_zero", 3, "footer all zero", footer=ZERO32)
+        bad("footer_is_id", 3, "footer = SHA-256 of a different image", footer=h1.id)
+        bad("nil_namespace", 4, "nil namespace", ns=NIL_UUID)
+        bad("nil_publisher", 4, "nil publisher", publisher=NIL_UUID)
+        bad("nil_publication", 4, "nil publication", publication=NIL_UUID)
+        bad("nil_publication_r2", 4, "nil publication on revision 2", raw=raw2,
+            publication=NIL_UUID)
+        bad("revision_0", 5, "revision 0 (flags 0)", revision=0)
+        bad("revision_0_flag1", 5, "revision 0 with a predecessor", raw=raw2, revision=0)
+        bad("revision_2_63", 5, "revision 2^63 = INT64_MAX + 1", raw=raw2, revision=1 << 63)
+        bad("revision_u64_max", 5, "revision 2^64 - 1", raw=raw2, revision=(1 << 64) - 1)
+        bad("manifest_length_0", 6, "manifest length 0", manifest_length=0)
+        bad("manifest_length_1mib_plus_1", 6, "manifest length 1,048,577",
+            manifest_length=MAX_MANIFEST_BYTES + 1)
+        bad("manifest_length_u32_max", 6, "manifest length 2^32 - 1",
+            manifest_length=0xFFFFFFFF)
+        bad("sequence_above_max", 7, "prefix sequence 268,435,457",
+            prefix_sequence=MAX_PREFIX_FRAMES + 1, prefix_length=22 + 16 * (MAX_PREFIX_FRAMES + 1))
+        bad("sequence_2_60", 7, "prefix sequence 2^60 (16 s wraps to 0 in 64 bits)",
+            prefix_sequence=1 << 60, prefix_length=100)
+        bad("sequence_u64_max", 7, "prefix sequence 2^64 - 1", prefix_sequence=(1 << 64) - 1)
+        bad("length_below_s2", 8, "s = 2, L = 53 < 22 + 32",
+            prefix_length=22 + 16 * base1.prefix_sequence - 1)
+        bad("length_below_s1", 8, "s = 1, L = 37 < 38", prefix_sequence=1, prefix_length=37)
+        bad("length_below_max_sequence", 8, "s = 268,435,456, L = 4,294,967,317",
+            prefix_sequence=MAX_PREFIX_FRAMES, prefix_length=22 + 16 * MAX_PREFIX_FRAMES - 1)
+        bad("length_2_53", 8, "L = 2^53 > 2^53 - 1", prefix_length=1 << 53)
+        bad("length_u64_max", 8, "L = 2^64 - 1", prefix_length=(1 << 64) - 1)
+        bad("length_u64_max_sequence_max", 8, "s = 268,435,456, L = 2^64 - 1",
+            prefix_sequence=MAX_PREFIX_FRAMES, prefix_length=(1 << 64) - 1)
+        bad("prefix_length_0", 8, "L = 0", prefix_length=0)
+        bad("empty_prefix_21", 8, "s = 0, L = 21", prefix_sequence=0, prefix_length=21,
+            prefix_sha256=base1.lineage)
+        bad("empty_prefix_65557", 8, "s = 0, L = 65,557", prefix_sequence=0,
+            prefix_length=65_557, prefix_sha256=base1.lineage)
+        bad("empty_prefix_hash", 8, "s = 0 and prefix hash != lineage", prefix_sequence=0,
+            prefix_length=24, prefix_sha256=j.prefix(1)[1])
+        bad("empty_prefix_zero_hash", 8, "s = 0 and prefix hash all zero", prefix_sequence=0,
+            prefix_length=24, prefix_sha256=ZERO32)
+        bad("absent_predecessor_hash", 9, "flags 0 with a non-zero predecessor hash",
+            predecessor_sha256=h1.id)
+        bad("absent_predecessor_length_256", 9, "flags 0 with predecessor length 256",
+            predecessor_length=256)
+        bad("absent_predecessor_both", 9, "flags 0 with predecessor hash and length 256",
+            predecessor_sha256=h1.id, predecessor_length=256)
+        bad("absent_predecessor_length_1", 9, "flags 0 with predecessor length 1",
+            predecessor_length=1)
+        bad("flag1_revision_1", 9, "flags 1 at revision 1", raw=raw2, revision=1)
+        bad("flag0_revision_2", 9, "flags 0 at revision 2 (canonical zero predecessor)",
+            revision=2)
+        bad("predecessor_length_0", 9, "flags 1 with predecessor length 0", raw=raw2,
+            predecessor_length=0)
+        bad("predecessor_length_255", 9, "flags 1 with predecessor length 255", raw=raw2,
+            predecessor_length=255)
+        bad("predecessor_length_257", 9, "flags 1 with predecessor length 257", raw=raw2,
+            predecessor_length=257)
+        bad("predecessor_length_u32_max", 9, "flags 1 with predecessor length 2^32 - 1",
+            raw=raw2, predecessor_length=0xFFFFFFFF)
+        # Ordering: the first failing step decides (every step is `format`, but the order is
+        # what a reader sees in messages; the C++ tests only check the code).
+        bad("order_version_and_nil", 2, "version 2 and a nil namespace", version=2, ns=NIL_UUID)
+        bad("order_footer_and_revision", 3, "revision 0 and a zero footer", revision=0,
+            footer=ZERO32)
+
+        # Reference (expected complete reference) cases: (name, image head, expected id, len,
+        # code). Format faults come before the reference check.
+        self.reference_cases = [
+            ("r2_expected_itself", h2.image, h2.id, 256, ""),
+            ("r2_expected_r1", h2.image, h1.id, 256, "reference"),
+            ("r2_expected_footer", h2.image, h2.footer, 256, "reference"),
+            ("r2_expected_length_0", h2.image, h2.id, 0, "reference"),
+            ("bad_footer_expected_itself", self.bad_image("footer_bit"),
+             sha256(self.bad_image("footer_bit")), 256, "format"),
+            ("short_expected_itself", img1[:255], sha256(img1[:255]), 256, "format"),
+        ]
+        for name, image, eid, elen, code in self.reference_cases:
+            got = outcome(decode_head, image, (eid, elen))
+            assert got == code, (name, got)
+
+        # Successor cases: (name, previous, next, code).
+        H = self.heads
+        cases = [
+            ("r1_to_r2", "r1", "r2", ""),
+            ("r2_to_r3_replacement", "r2", "r3_replacement", ""),
+            ("r2_to_r3_contradict_hash", "r2", "r3_contradict_hash", "transition"),
+            ("r2_to_r3_contradict_length", "r2", "r3_contradict_length", "transition"),
+            ("r1_to_r3_replacement", "r1", "r3_replacement", "transition"),
+            ("r2_to_r1", "r2", "r1", "transition"),
+            ("r2_to_r2", "r2", "r2", "transition"),
+            ("r1_to_r1", "r1", "r1", "transition"),
+            ("skip_revision", "r1", "r2_skip_revision", "transition"),
+            ("same_publication", "r1", "r2_same_publication", "transition"),
+            ("other_namespace", "r1", "r2_other_namespace", "transition"),
+            ("other_publisher", "r1", "r2_other_publisher", "transition"),
+            ("other_lineage", "r1", "r2_other_lineage", "transition"),
+            ("predecessor_footer", "r1", "r2_predecessor_footer", "transition"),
+            ("predecessor_other", "r1", "r2_predecessor_other", "transition"),
+            ("sequence_back", "r1", "r2_sequence_back", "transition"),
+            ("sequence_up_length_short", "r1", "r2_sequence_up_length_short", "transition"),
+            ("sequence_up_length_min", "r1", "r2_sequence_up_length_min", ""),
+            ("sequence_up_length_same", "big_r1", "big_r2_length_same", "transition"),
+            ("length_down_wraps", "big_r1", "big_r2_length_down", "transition"),
+            ("length_up_ok", "big_r1", "big_r2_ok", ""),
+            ("to_revision_max", "revision_max_minus_1", "revision_max", ""),
+            ("after_revision_max", "revision_max", "after_revision_max", "transition"),
+            ("a_r1_to_a_r2", "a_r1", "a_r2", ""),
+            ("b_r1_to_b_r2", "b_r1", "b_r2", ""),
+            ("a_r1_to_splice_b", "a_r1", "splice_b_after_a", ""),
+            ("genesis_to_r2", "genesis", "r2", "transition"),
+        ]
+        for name, p, n, code in cases:
+            got = outcome(require_successor, H[p], H[n])
+            assert got == code, (name, got)
+        self.successor_cases = cases
+
+        # Binding cases: (name, head, ns, publisher, lineage, code).
+        lin = j.lineage
+        self.binding_cases = [
+            ("r1_ok", "r1", NS, PUBLISHER, lin, ""),
+            ("r2_ok", "r2", NS, PUBLISHER, lin, ""),
+            ("r1_other_namespace", "r1", NS_OTHER, PUBLISHER, lin, "binding"),
+            ("r1_other_publisher", "r1", NS, PUBLISHER_OTHER, lin, "binding"),
+            ("r1_swapped", "r1", PUBLISHER, NS, lin, "binding"),
+            ("r1_display_name_lineage", "r1", NS, PUBLISHER, sha256(b"db"), "binding"),
+            ("r1_prefix_as_lineage", "r1", NS, PUBLISHER, j.prefix(2)[1], "binding"),
+            ("r1_other_lineage_head", "r1_other_lineage", NS, PUBLISHER, lin, "binding"),
+            ("a_r1_ok", "a_r1", NS, PUBLISHER, lin, ""),
+            ("a_r2_ok", "a_r2", NS, PUBLISHER, lin, ""),
+            ("b_r1_ok", "b_r1", NS, PUBLISHER, lin, ""),
+            ("b_r2_ok", "b_r2", NS, PUBLISHER, lin, ""),
+            ("splice_ok", "splice_b_after_a", NS, PUBLISHER, lin, ""),
+        ]
+        for name, hn, ns, pub, lg, code in self.binding_cases:
+            got = outcome(require_binding, H[hn], ns, pub, lg)
+            assert got == code, (name, got)
+
+        # Manifest binding cases: (name, head, manifest bytes, code).
+        M = {k: v[1] for k, v in self.manifests.items()}
+        self.manifest_cases = [
+            ("genesis_ok", "genesis", M["genesis"], ""),
+            ("r1_ok", "r1", M["m1"], ""),
+            ("r2_ok", "r2", M["m2"], ""),
+            ("r3_replacement_ok", "r3_replacement", M["m3"], ""),
+            ("r1_with_m2", "r1", M["m2"], "manifest"),
+            ("r1_trailing_newline", "r1", M["m1"] + b"\n", "manifest"),
+            ("r1_truncated", "r1", M["m1"][:-1], "manifest"),
+            ("r1_empty", "r1", b"", "manifest"),
+            ("length_plus_1", "r1_manifest_length_plus_1", M["m1"], "manifest"),
+            ("prefix_sequence_differs", "r2_prefix_of_r1", M["m2"], "manifest"),
+            ("prefix_length_differs", "r2_prefix_length_off", M["m2"], "manifest"),
+            ("prefix_hash_differs", "r2_prefix_hash_off", M["m2"], "manifest"),
+            ("lineage_differs", "r2_lineage_off", M["m2"], "manifest"),
+            ("noncanonical_named", "r1_names_noncanonical", noncanon, "manifest"),
+            ("a_r1_ok", "a_r1", M["a1"], ""),
+            ("a_r2_ok", "a_r2", M["a2"], ""),
+            ("b_r1_ok", "b_r1", M["b1"], ""),
+            ("b_r2_ok", "b_r2", M["b2"], ""),
+            ("splice_ok", "splice_b_after_a", M["b2"], ""),
+            ("a_r1_with_b1", "a_r1", M["b1"], "manifest"),
+        ]
+        for name, hn, data, code in self.manifest_cases:
+            got = outcome(bind_manifest, H[hn], data)
+            assert got == code, (name, got)
+
+        # The limit: graph B passes every pure check against graph A's bindings, but its
+        # prefix hash at sequence 1 differs from the owned journal A's.
+        assert ja.prefix(1)[1] != jb.prefix(1)[1]
+        assert H["b_r1"].fields.prefix_sha256 == jb.prefix(1)[1]
+
+        # Non-canonical and invalid manifests (all must be refused by the decoder).
+        lin_hex = j.lineage.hex()
+        first_char = lin_hex[0]
+        nc = []
+
+        def noncanonical(name: str, data: bytes, why: str) -> None:
+            assert outcome(decode_manifest, data) == "format", name
+            nc.append((name, data, why))
+
+        noncanonical("space_after_colon", d1.replace(b'"format":1', b'"format": 1'),
+                     "whitespace after a colon")
+        noncanonical("space_after_comma", d1.replace(b'1,"generation"', b'1, "generation"'),
+                     "whitespace after a comma")
+        noncanonical("trailing_newline", d1 + b"\n", "a newline after the object")
+        noncanonical("leading_space", b" " + d1, "a space before the object")
+        noncanonical("pretty", json.dumps(json.loads(d1), indent=1, sort_keys=True).encode(),
+                     "indented")
+        noncanonical("key_order", d1.replace(b'{"format":1,"generation":1,',
+                                             b'{"generation":1,"format":1,'),
+                     "generation before format")
+        noncanonical("key_order_prefix",
+                     d1.replace(b'"prefix":{"length":%d,"sequence":2,' % m1.prefix_length,
+                                b'"prefix":{"sequence":2,"length":%d,' % m1.prefix_length),
+                     "prefix.sequence before prefix.length")
+        noncanonical("leading_zero", d1.replace(b'"generation":1,', b'"generation":01,'),
+                     "generation 01")
+        noncanonical("duplicate_key", d1.replace(b'{"format":1,', b'{"format":1,"format":1,'),
+                     "format twice")
+        noncanonical("duplicate_key_last",
+                     d1.replace(b'{"format":1,', b'{"format":1,"format":2,'),
+                     "format twice with different values")
+        noncanonical("escaped_string",
+                     d1.replace(b'"lineage":"' + first_char.encode(),
+                                b'"lineage":"\\u00' + f"{ord(first_char):02x}".encode()),
+                     "the first lineage digit as a \\u escape")
+        noncanonical("escaped_key", d1.replace(b'"format"', b'"form\\u0061t"'),
+                     "a key with a \\u escape")
+        noncanonical("float_1_0", d1.replace(b'"format":1,', b'"format":1.0,'), "format 1.0")
+        noncanonical("exponent", d1.replace(b'"generation":1,', b'"generation":1e0,'),
+                     "generation 1e0")
+        noncanonical("negative_zero",
+                     M["genesis"].replace(b'"sequence":0,', b'"sequence":-0,'),
+                     "prefix.sequence -0")
+        noncanonical("string_number", d1.replace(b'"generation":1,', b'"generation":"1",'),
+                     "generation as a string")
+        noncanonical("uppercase_hex", d1.replace(lin_hex.encode(), lin_hex.upper().encode()),
+                     "lineage in upper case")
+        noncanonical("unknown_key", d1[:-1] + b',"zzz":1}', "an unknown key (sorted last)")
+        noncanonical("bom", b"\xef\xbb\xbf" + d1, "a UTF-8 byte order mark")
+        noncanonical("array_top", b"[" + d1 + b"]", "an array around the object")
+        noncanonical("nul_after", d1 + b"\x00", "a NUL byte after the object")
+        # Canonical JSON, but a rule of docs/formats.md §3 is broken.
+        v2 = json.loads(d2)
+
+        def variant(name: str, why: str, mutate) -> None:
+            v = json.loads(d2)
+            mutate(v)
+            noncanonical(name, jcs(v).encode(), why)
+
+        variant("format_2", "format 2", lambda v: v.update(format=2))
+        variant("generation_0", "generation 0", lambda v: v.update(generation=0))
+        variant("generation_2_53", "generation 2^53", lambda v: v.update(generation=1 << 53))
+        variant("lineage_differs", "lineage is not SHA-256 of journal_header",
+                lambda v: v.update(lineage=sha256(b"db").hex()))
+        variant("gap", "second segment starts one byte late",
+                lambda v: v["segments"][1].update(journal_start=v2["segments"][1]
+                                                  ["journal_start"] + 1))
+        variant("sequence_gap", "second segment's first sequence skips one",
+                lambda v: v["segments"][1].update(first_sequence=4))
+        variant("count_sum", "prefix.sequence is not the sum of counts",
+                lambda v: v["prefix"].update(sequence=5))
+        variant("length_sum", "prefix.length is not where the last segment ends",
+                lambda v: v["prefix"].update(length=v2["prefix"]["length"] + 1))
+        variant("object_length", "object_length is not 76 + (b - a)",
+                lambda v: v["segments"][0].update(object_length=v2["segments"][0]
+                                                  ["object_length"] + 1))
+        variant("segments_reversed", "segments out of order",
+                lambda v: v.update(segments=v2["segments"][::-1]))
+        variant("empty_segment", "a segment with count 0",
+                lambda v: v["segments"][0].update(count=0))
+        variant("header_base64_bad", "journal_header is not a valid header (CRC)",
+                lambda v: v.update(journal_header=base64.b64encode(
+                    db_h[:-1] + bytes([db_h[-1] ^ 1])).decode()))
+        variant("journal_header_trailing_byte",
+                "journal_header is a valid header plus one byte; lineage is SHA-256 of all of it",
+                lambda v: v.update(journal_header=base64.b64encode(db_h + b"\x00").decode(),
+                                   lineage=sha256(db_h + b"\x00").hex()))
+        variant("no_segments_prefix_hash", "no segments but a prefix hash != lineage",
+                lambda v: v.update(segments=[], prefix={"length": 24, "sequence": 0,
+                                                         "sha256": j.prefix(1)[1].hex()}))
+        # Base64 with a non-zero pad bit (one-unit database id: 22-byte header, "==" padding).
+        one = encode_journal_header([0x78])
+        one_b64 = base64.b64encode(one).decode()
+        assert one_b64.endswith("==")
+        last = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".index(
+            one_b64[-3])
+        assert last & 0xF == 0
+        bad_b64 = one_b64[:-3] + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[
+            last | 1] + "=="
+        m_one = Manifest(1, one, sha256(one), 0, 22, sha256(one), [])
+        d_one = self.add_manifest("one_unit_genesis", m_one)
+        noncanonical("base64_pad_bits", d_one.replace(one_b64.encode(), bad_b64.encode()),
+                     "journal_header base64 with a non-zero pad bit")
+        noncanonical("base64_no_padding",
+                     d_one.replace(one_b64.encode(), one_b64.rstrip("=").encode()),
+                     "journal_header base64 without '=' padding")
+        self.noncanonical_manifests = nc
+
+    def bad_image(self, name: str) -> bytes:
+        for n, image, *_ in self.bad_heads:
+            if n == name:
+                return image
+        raise KeyError(name)
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def render(self) -> str:
+        out: list[str] = []
+        w = out.append
+        w("// GENERATED by tests/vectors/make_vectors.py from docs/formats.md. DO NOT EDIT.")
+        w("// Regenerate: python3 tests/vectors/make_vectors.py   (rewrites this file)")
+        w("// Check:      python3 tests/vectors/make_vectors.py --check   (CTest: "
+          "vectors.regenerate)")
+        w("// An independent implementation (Python standard library, its own CRC32C) produced")
+        w("// every byte below; tests/format/test_vectors.cpp holds the C++ code to it.")
+        w("// clang-format off")
+        w("")
+        w("#include <cstdint>")
+        w("#include <span>")
+        w("#include <string_view>")
+        w("")
+        w("namespace cairn::vectors {")
+        w("")
+        w(STRUCTS)
+        w("// Fixed UUIDs")
+        w(f'inline constexpr std::string_view kNamespace = "{uuid_text(NS)}";')
+        w(f'inline constexpr std::string_view kNamespaceOther = "{uuid_text(NS_OTHER)}";')
+        w(f'inline constexpr std::string_view kPublisher = "{uuid_text(PUBLISHER)}";')
+        w(f'inline constexpr std::string_view kPublisherOther = "{uuid_text(PUBLISHER_OTHER)}";')
+        w(f'inline constexpr std::string_view kNamespaceCompact = "{NS.hex()}";')
+        w("")
+
+        w("// CRC32C (Castagnoli, unmasked)")
+        w("inline constexpr CrcVector kCrc[] = {")
+        for name, data, crc in self.crcs:
+            w(f'    {{"{name}", {hexlit(data)}, 0x{crc:08x}u}},')
+        w("};")
+        w("")
+
+        w("// Journal headers: the database id as UTF-16 code units, the exact header bytes and")
+        w("// the lineage id (SHA-256 of those bytes).")
+        for name, units, _, _ in self.header_vectors:
+            w(f"inline constexpr char16_t kUnits_{name}[] = "
+              f"{{{', '.join(f'0x{u:04x}' for u in units)}}};")
+        w("inline constexpr JournalHeaderVector kJournalHeaders[] = {")
+        for name, units, hb, lin in self.header_vectors:
+            w(f'    {{"{name}", std::u16string_view(kUnits_{name}, {len(units)}),')
+            w(f"     {hexlit(hb)},")
+            w(f'     "{lin.hex()}"}},')
+        w("};")
+        length, digest, first16, crc4 = self.largest_header
+        w("// The largest header: 32,768 units, unit i = u'A' + i % 26.")
+        w(f"inline constexpr std::uint32_t kLargestUnits = {MAX_DATABASE_ID_UNITS};")
+        w(f"inline constexpr std::uint64_t kLargestHeaderLength = {length};")
+        w(f'inline constexpr std::string_view kLargestHeaderSha256 = "{digest.hex()}";')
+        w(f'inline constexpr std::string_view kLargestHeaderFirst16 = "{first16.hex()}";')
+        w(f'inline constexpr std::string_view kLargestHeaderCrc = "{crc4.hex()}";')
+        w("// SHA-256 of the UTF-8 display name \"db\": never the lineage.")
+        w(f'inline constexpr std::string_view kDisplayNameSha256 = "{sha256(b"db").hex()}";')
+        w("// Header images decodeJournalHeader must refuse (code format).")
+        w("inline constexpr BadBytes kBadJournalHeaders[] = {")
+        for name, data, why in self.bad_journal_headers:
+            w(f'    {{"{name}", {hexlit(data)}, {len(data)}u, "{why}"}},')
+        w("};")
+        w("// journalHeaderLength(first 16 bytes): the total length, or 0 for a refusal.")
+        w("inline constexpr HeaderLengthVector kHeaderLengths[] = {")
+        for name, first16, want in self.header_lengths:
+            w(f'    {{"{name}", "{first16.hex()}", {want or 0}u}},')
+        w("};")
+        w("")
+
+        w("// Frames: u32 length, u64 sequence, payload, CRC32C of the preceding bytes.")
+        w("inline constexpr FrameVector kFrames[] = {")
+        for seq, payload in self.frames:
+            fb = encode_frame(seq, payload)
+            (crc,) = struct.unpack(">I", fb[-4:])
+            w(f"    {{{seq}u, {hexlit(payload)},")
+            w(f"     {hexlit(fb)}, 0x{crc:08x}u}},")
+        w("};")
+        w("")
+
+        def journal(prefix: str, jj: Journal, title: str) -> None:
+            w(f"// {title}")
+            w(f"inline constexpr std::string_view k{prefix}Records[] = {{"
+              f"{', '.join(hexlit(r) for r in jj.records)}}};")
+            w(f"inline constexpr std::string_view k{prefix}Bytes =")
+            w(f"    {hexlit(jj.data)};")
+            w(f"inline constexpr PrefixVector k{prefix}Prefixes[] = {{")
+            for s in range(len(jj.records) + 1):
+                length, digest = jj.prefix(s)
+                w(f'    {{{s}u, {length}u, "{digest.hex()}"}},')
+            w("};")
+
+        journal("Journal", self.db,
+                'The small journal: database id "db", four records (one empty), and the prefix '
+                "at every sequence (s = 0 is the header; its hash is the lineage id).")
+        journal("JournalA", self.journal_a, 'Divergent journal A: "db", records "a1", "a2".')
+        journal("JournalB", self.journal_b,
+                'Divergent journal B: "db", records "b1", "b2", "b3".')
+        w("")
+
+        w("// Segment objects (76-byte header + the journal bytes [start, end)).")
+        w("inline constexpr SegmentVector kSegments[] = {")
+        for name, (h, obj) in self.segments.items():
+            w(f'    {{"{name}", "{h.lineage.hex()}", {h.first}u, {h.count}u, {h.start}u, '
+              f"{h.end}u, {len(obj)}u,")
+            w(f'     "{sha256(obj).hex()}",')
+            w(f"     {hexlit(obj)}}},")
+        w("};")
+        w("// 76-byte segment headers decodeSegmentHeader must refuse (code format).")
+        w("inline constexpr BadBytes kBadSegmentHeaders[] = {")
+        for name, data, why in self.bad_segment_headers:
+            w(f'    {{"{name}", {hexlit(data)}, {len(data)}u, "{why}"}},')
+        w("};")
+        w("// Complete segment objects decodeSegment must refuse (code format).")
+        w("inline constexpr BadBytes kBadSegments[] = {")
+        for name, data, why in self.bad_segments:
+            w(f'    {{"{name}", {hexlit(data)}, {len(data)}u, "{why}"}},')
+        w("};")
+        w("")
+
+        w("// Manifests: the typed value and its canonical bytes (RFC 8785 for our schema).")
+        for name, (m, _) in self.manifests.items():
+            w(f"inline constexpr ManifestSegmentVector kManifestSegments_{name}[] = {{")
+            for s in m.segments:
+                w(f"    {{{s.first}u, {s.count}u, {s.start}u, {s.end}u, {s.object_length}u, "
+                  f'"{s.object_sha256.hex()}"}},')
+            if not m.segments:
+                w("    {0u, 0u, 0u, 0u, 0u, \"\"},  // placeholder: the span below is empty")
+            w("};")
+        w("inline constexpr ManifestVector kManifests[] = {")
+        for name, (m, data) in self.manifests.items():
+            n = len(m.segments)
+            w(f'    {{"{name}", {m.generation}u, {hexlit(m.journal_header)},')
+            w(f'     "{m.lineage.hex()}", {m.prefix_sequence}u, {m.prefix_length}u,')
+            w(f'     "{m.prefix_sha256.hex()}",')
+            w(f"     std::span<const ManifestSegmentVector>(kManifestSegments_{name}, {n}),")
+            w(f"     {strlit(data)},")
+            w(f'     "{sha256(data).hex()}", {len(data)}u}},')
+        w("};")
+        w("// Manifests decodeManifest must refuse: non-canonical spellings of valid values,")
+        w("// and canonical spellings of values that break a rule of docs/formats.md §3.")
+        w("inline constexpr BadBytes kBadManifests[] = {")
+        for name, data, why in self.noncanonical_manifests:
+            w(f'    {{"{name}", {strlit(data)}, {len(data)}u, {strlit(why.encode())}}},')
+        w("};")
+        w("")
+
+        w("// Valid heads: the complete image, id (SHA-256 of 256 bytes), footer (SHA-256 of")
+        w("// [0, 224)) and every declared field. predecessorSha256 is 64 zero digits when")
+        w("// absent.")
+        w("inline constexpr HeadVector kHeads[] = {")
+        for name, h in self.heads.items():
+            f = h.fields
+            pred = ZERO32 if f.predecessor is None else f.predecessor
+            w(f"    // {self.head_notes[name]}")
+            w(f'    {{"{name}",')
+            w(f"     {hexlit(h.image)},")
+            w(f'     "{h.id.hex()}",')
+            w(f'     "{h.footer.hex()}",')
+            w(f'     "{uuid_text(f.ns)}", "{uuid_text(f.publisher)}", '
+              f'"{uuid_text(f.publication)}",')
+            w(f'     "{f.lineage.hex()}", {f.revision}u,')
+            w(f'     "{f.manifest_sha256.hex()}", {f.manifest_length}u,')
+            w(f'     {f.prefix_sequence}u, {f.prefix_length}u, "{f.prefix_sha256.hex()}",')
+            w(f'     {"true" if f.predecessor is not None else "false"}, "{pred.hex()}", '
+              f"{0 if f.predecessor is None else 256}u}},")
+        w("};")
+        w("// Images decodeHead must refuse with code format; step is the first failing check")
+        w("// of docs/formats.md §4 (1 length, 2 magic/version/flags, 3 footer, 4 nil UUID,")
+        w("// 5 revision, 6 manifest length, 7 prefix sequence, 8 prefix length/hash,")
+        w("// 9 predecessor). Footers are correct unless step is 3.")
+        w("inline constexpr BadHeadVector kBadHeads[] = {")
+        for name, image, code, step, why in self.bad_heads:
+            w(f'    {{"{name}", {step}, "{code}", "{why}",')
+            w(f"     {hexlit(image)}}},")
+        w("};")
+        w("// decodeHead(image, expected reference {id, length}): \"\" = decodes, else the code.")
+        w("inline constexpr ReferenceCase kReferenceCases[] = {")
+        for name, image, eid, elen, code in self.reference_cases:
+            w(f'    {{"{name}", {hexlit(image)},')
+            w(f'     "{eid.hex()}", {elen}u, "{code}"}},')
+        w("};")
+        w("// requireSuccessor(previous, next) by head name: \"\" = passes, else the code.")
+        w("inline constexpr SuccessorCase kSuccessorCases[] = {")
+        for name, p, n, code in self.successor_cases:
+            w(f'    {{"{name}", "{p}", "{n}", "{code}"}},')
+        w("};")
+        w("// requireBinding(head, namespace, publisher, lineage).")
+        w("inline constexpr BindingCase kBindingCases[] = {")
+        for name, hn, ns, pub, lg, code in self.binding_cases:
+            w(f'    {{"{name}", "{hn}", "{uuid_text(ns)}", "{uuid_text(pub)}",')
+            w(f'     "{lg.hex()}", "{code}"}},')
+        w("};")
+        w("// bindManifest(head, manifest bytes).")
+        w("inline constexpr ManifestBindingCase kManifestBindingCases[] = {")
+        for name, hn, data, code in self.manifest_cases:
+            w(f'    {{"{name}", "{hn}", {strlit(data)}, {len(data)}u, "{code}"}},')
+        w("};")
+        w("// Two graphs of one lineage with different first commits (journals A and B above),")
+        w("// plus B's checkpoint spliced after A's revision 1: every pure check passes; only")
+        w("// comparing prefix hashes with the owned journal tells them apart.")
+        w('inline constexpr std::string_view kDivergentHeads[] = {"a_r1", "a_r2", "b_r1", '
+          '"b_r2", "splice_b_after_a"};')
+        w("")
+        w("}  // namespace cairn::vectors")
+        w("")
+        w("// clang-format on")
+        return "\n".join(out) + "\n"
+
+    def emit(self, directory: str) -> int:
+        os.makedirs(directory, exist_ok=True)
+        count = 0
+        for name, h in self.heads.items():
+            with open(os.path.join(directory, name + ".bin"), "wb") as fh:
+                fh.write(h.image)
+            with open(os.path.join(directory, name + ".json"), "w", encoding="ascii") as fh:
+                fh.write(json.dumps(head_json(h), indent=2) + "\n")
+            count += 1
+        for name, image, code, _, _ in self.bad_heads:
+            assert name not in self.heads
+            with open(os.path.join(directory, name + ".bin"), "wb") as fh:
+                fh.write(image)
+            with open(os.path.join(directory, name + ".err"), "w", encoding="ascii") as fh:
+                fh.write(code + "\n")
+            count += 1
+        return count
+
+
+STRUCTS = """\
+struct CrcVector {
+  std::string_view name;
+  std::string_view dataHex;
+  std::uint32_t crc;
+};
+
+struct JournalHeaderVector {
+  std::string_view name;
+  std::u16string_view units;
+  std::string_view headerHex;
+  std::string_view lineageHex;
+};
+
+struct HeaderLengthVector {
+  std::string_view name;
+  std::string_view first16Hex;
+  std::uint64_t length;  // 0: journalHeaderLength refuses (code format)
+};
+
+struct BadBytes {
+  std::string_view name;
+  std::string_view bytes;  // hex for journal headers and segments, raw bytes for manifests
+  std::uint64_t length;    // the byte length (after decoding the hex)
+  std::string_view why;
+};
+
+struct FrameVector {
+  std::uint64_t sequence;
+  std::string_view payloadHex;
+  std::string_view frameHex;
+  std::uint32_t crc;
+};
+
+struct PrefixVector {
+  std::uint64_t sequence;
+  std::uint64_t length;
+  std::string_view sha256Hex;
+};
+
+struct SegmentVector {
+  std::string_view name;
+  std::string_view lineageHex;
+  std::uint64_t firstSequence;
+  std::uint32_t count;
+  std::uint64_t journalStart;
+  std::uint64_t journalEnd;
+  std::uint64_t objectLength;
+  std::string_view sha256Hex;
+  std::string_view objectHex;
+};
+
+struct ManifestSegmentVector {
+  std::uint64_t firstSequence;
+  std::uint32_t count;
+  std::uint64_t journalStart;
+  std::uint64_t journalEnd;
+  std::uint64_t objectLength;
+  std::string_view objectSha256Hex;
+};
+
+struct ManifestVector {
+  std::string_view name;
+  std::uint64_t generation;
+  std::string_view journalHeaderHex;
+  std::string_view lineageHex;
+  std::uint64_t prefixSequence;
+  std::uint64_t prefixLength;
+  std::string_view prefixSha256Hex;
+  std::span<const ManifestSegmentVector> segments;
+  std::string_view json;  // the canonical bytes
+  std::string_view sha256Hex;
+  std::uint64_t length;
+};
+
+struct HeadVector {
+  std::string_view name;
+  std::string_view imageHex;
+  std::string_view idHex;
+  std::string_view footerHex;
+  std::string_view ns;
+  std::string_view publisher;
+  std::string_view publication;
+  std::string_view lineageHex;
+  std::uint64_t revision;
+  std::string_view manifestSha256Hex;
+  std::uint32_t manifestLength;
+  std::uint64_t prefixSequence;
+  std::uint64_t prefixLength;
+  std::string_view prefixSha256Hex;
+  bool hasPredecessor;
+  std::string_view predecessorSha256Hex;
+  std::uint32_t predecessorLength;
+};
+
+struct BadHeadVector {
+  std::string_view name;
+  int step;
+  std::string_view code;
+  std::string_view why;
+  std::string_view imageHex;
+};
+
+struct ReferenceCase {
+  std::string_view name;
+  std::string_view imageHex;
+  std::string_view expectedIdHex;
+  std::uint32_t expectedLength;
+  std::string_view code;
+};
+
+struct SuccessorCase {
+  std::string_view name;
+  std::string_view previous;
+  std::string_view next;
+  std::string_view code;
+};
+
+struct BindingCase {
+  std::string_view name;
+  std::string_view head;
+  std::string_view ns;
+  std::string_view publisher;
+  std::string_view lineageHex;
+  std::string_view code;
+};
+
+struct ManifestBindingCase {
+  std::string_view name;
+  std::string_view head;
+  std::string_view manifest;
+  std::uint64_t length;  // bytes of manifest
+  std::string_view code;
+};
+"""
+
+
+def hexlit(data: bytes, width: int = 96) -> str:
+    """A C++ string literal of lowercase hex, split into adjacent literals."""
+    h = data.hex()
+    if len(h) <= width:
+        return f'"{h}"'
+    parts = [h[i : i + width] for i in range(0, len(h), width)]
+    return "\n     ".join(f'"{p}"' for p in parts)
+
+
+def strlit(data: bytes, width: int = 90) -> str:
+    """A C++ string literal with the exact bytes (octal escapes, never greedy hex escapes)."""
+    chunks, cur = [], ""
+    for b in data:
+        c = chr(b)
+        if c == '"':
+            piece = '\\"'
+        elif c == "\\":
+            piece = "\\\\"
+        elif c == "?":
+            piece = "\\?"  # no trigraphs
+        elif 0x20 <= b < 0x7F:
+            piece = c
+        else:
+            piece = f"\\{b:03o}"
+        if len(cur) + len(piece) > width:
+            chunks.append(cur)
+            cur = ""
+        cur += piece
+    chunks.append(cur)
+    lit = "\n     ".join(f'"{c}"' for c in chunks)
+    assert _unescape(lit) == data
+    if b"\x00" in data:
+        # A string_view built from a bare literal stops at the first NUL: give the length.
+        return f"std::string_view({lit},\n     {len(data)})"
+    return lit
+
+
+def _unescape(lit: str) -> bytes:
+    """Reads back what strlit wrote (adjacent literals, \\ooo, \\", \\\\, \\?)."""
+    out = bytearray()
+    i = 0
+    while i < len(lit):
+        if lit[i] != '"':
+            i += 1
+            continue
+        i += 1
+        while lit[i] != '"':
+            if lit[i] == "\\":
+                nxt = lit[i + 1]
+                if nxt in "01234567":
+                    out.append(int(lit[i + 1 : i + 4], 8))
+                    i += 4
+                    continue
+                out.append(ord(nxt))
+                i += 2
+                continue
+            out.append(ord(lit[i]))
+            i += 1
+        i += 1
+    return bytes(out)
+
+
+def main(argv: list[str]) -> int:
+    here = os.path.dirname(os.path.abspath(__file__))
+    target = os.path.join(here, "vectors.inc")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="compare with the committed vectors.inc; exit 1 on a difference")
+    mode.add_argument("--stdout", action="store_true", help="print vectors.inc")
+    mode.add_argument("--emit-dir", metavar="DIR",
+                      help="write head images (NAME.bin) with NAME.json or NAME.err")
+    args = ap.parse_args(argv)
+
+    gen = Gen()
+    if args.emit_dir:
+        n = gen.emit(args.emit_dir)
+        print(f"{n} head images written to {args.emit_dir}")
+        return 0
+    text = gen.render()
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
+    if args.check:
+        try:
+            with open(target, encoding="utf-8", newline="") as fh:
+                committed = fh.read()
+        except FileNotFoundError:
+            print(f"{target} is missing; run {sys.argv[0]} to create it", file=sys.stderr)
+            return 1
+        if committed == text:
+            print(f"{target} matches the generator")
+            return 0
+        diff = difflib.unified_diff(committed.splitlines(keepends=True),
+                                    text.splitlines(keepends=True), "vectors.inc (committed)",
+                                    "vectors.inc (regenerated)", n=1)
+        sys.stderr.writelines(list(diff)[:200])
+        print(f"\n{target} differs from the generator's output; regenerate with "
+              f"python3 {os.path.abspath(__file__)}", file=sys.stderr)
+        return 1
+    with open(target, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
