@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <deque>
 #include <optional>
 #include <utility>
 
@@ -69,6 +70,48 @@ class Completion {
   std::optional<T> value_;
   std::optional<asio::any_io_executor> executor_;
   std::optional<asio::any_completion_handler<void(T)>> waiter_;
+};
+
+// A mutex for coroutines on one executor: lock() waits in FIFO order without blocking the
+// thread. Use through AsyncMutex::Guard.
+class AsyncMutex {
+ public:
+  class Guard {
+   public:
+    explicit Guard(AsyncMutex* m) : m_(m) {}
+    Guard(Guard&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+    Guard& operator=(Guard&&) = delete;
+    ~Guard() {
+      if (m_) m_->unlock();
+    }
+
+   private:
+    AsyncMutex* m_;
+  };
+
+  asio::awaitable<Guard> lock() {
+    if (locked_) {
+      Signal turn;
+      waiters_.push_back(&turn);
+      co_await turn.wait();  // unlock() hands the mutex over: locked_ stays true
+    } else {
+      locked_ = true;
+    }
+    co_return Guard(this);
+  }
+
+ private:
+  void unlock() {
+    if (waiters_.empty()) {
+      locked_ = false;
+      return;
+    }
+    Signal* next = waiters_.front();
+    waiters_.pop_front();
+    next->notify();
+  }
+  bool locked_ = false;
+  std::deque<Signal*> waiters_;
 };
 
 }  // namespace cairn

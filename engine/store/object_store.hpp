@@ -1,0 +1,109 @@
+// ObjectStore (DESIGN.md §4): the one interface the engine uses for object storage, with two
+// backends of identical semantics: S3 (net/) and a directory (io/), the embedded default.
+//
+// Every operation returns a typed outcome. `missing`, `preconditionFailed`, `conflict` and
+// `uncertain` are expected observations, not exceptions; a caller can always tell failure
+// from absence from "unknown":
+//   ok                  the operation happened (a write is durable in the store)
+//   missing             the key does not exist (S3: only 404 NoSuchKey)
+//   preconditionFailed  a condition did not hold (412): the object exists (if-absent) or its
+//                       ETag differs / it is absent (if-match); nothing was written
+//   conflict            a concurrent conditional write won the race (409, or a provider's
+//                       equivalent); nothing was written by this request; re-read to judge
+//   uncertain           the request may or may not have taken effect (no complete response,
+//                       or a local write whose final sync failed); reconcile by reading
+//   failure             anything else: denied, no bucket, malformed answer, over the bound
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/bytes.hpp"
+#include "base/result.hpp"
+
+namespace cairn {
+
+enum class StoreStatus : std::uint8_t {
+  ok,
+  missing,
+  preconditionFailed,
+  conflict,
+  uncertain,
+  failure,
+};
+
+std::string_view storeStatusName(StoreStatus s);
+
+// Why an operation did not give `ok`. Never holds secrets.
+struct StoreOutcome {
+  StoreStatus status = StoreStatus::failure;
+  std::string message;
+  int http = 0;      // S3: the HTTP status, when a response was read
+  std::string code;  // S3: the error code (NoSuchKey, PreconditionFailed, ...)
+};
+
+template <class T>
+using StoreResult = Result<T, StoreOutcome>;
+
+inline Failure<StoreOutcome> storeFail(StoreStatus status, std::string message) {
+  return {StoreOutcome{status, std::move(message)}};
+}
+
+struct StoredObject {
+  Bytes bytes;
+  std::string etag;  // strong ETag from the same response as the bytes, quoted: "\"...\""
+};
+
+struct ObjectInfo {
+  std::string key;
+  std::uint64_t size = 0;
+  std::string etag;
+  std::int64_t modifiedUnixSeconds = 0;
+};
+
+struct ListPage {
+  std::vector<ObjectInfo> objects;  // in key order
+  std::string continuation;         // empty when this is the last page
+};
+
+// Keys: 1..1024 bytes of [A-Za-z0-9._-/], no empty path component and none starting with
+// '.' (so no "." or ".."), not starting with '/'. Both backends refuse anything else (a usage
+// failure before any I/O).
+bool isValidObjectKey(std::string_view key);
+inline constexpr std::size_t kMaxObjectKeyBytes = 1024;
+inline constexpr int kMaxListPage = 1000;
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  // The whole object, if it has at most maxBytes bytes (more is a failure, detected before
+  // the body is buffered).
+  virtual boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,
+                                                                std::uint64_t maxBytes) = 0;
+  virtual boost::asio::awaitable<StoreResult<ObjectInfo>> head(std::string key) = 0;
+  // Create-if-absent: preconditionFailed when the key exists. Returns the new ETag.
+  virtual boost::asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string key,
+                                                                       ByteView bytes) = 0;
+  // Compare-and-swap: replaces the object only if its current ETag is `etag` (as returned by
+  // get/head, quoted). preconditionFailed when it differs or the key is absent.
+  virtual boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key,
+                                                                      ByteView bytes,
+                                                                      std::string etag) = 0;
+  // Deletes; deleting a missing key is ok.
+  virtual boost::asio::awaitable<StoreResult<void>> remove(std::string key) = 0;
+  // Keys starting with prefix, in key order, after `continuation` (from a previous page).
+  virtual boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix,
+                                                             std::string continuation,
+                                                             int maxKeys) = 0;
+  // Where the store is, for messages (no secrets).
+  virtual std::string describe() const = 0;
+
+  // Put-immutable: create-if-absent; when the key exists, read it back (bounded by the size
+  // of `bytes`) and accept it only if it is byte-identical. Returns the ETag.
+  boost::asio::awaitable<StoreResult<std::string>> putImmutable(std::string key, ByteView bytes);
+};
+
+}  // namespace cairn

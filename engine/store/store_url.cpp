@@ -1,0 +1,116 @@
+#include "engine/store/store_url.hpp"
+
+#include <optional>
+
+#include "engine/store/object_store.hpp"
+
+namespace cairn {
+namespace {
+
+Failure<std::string> bad(std::string why) { return {std::move(why)}; }
+
+std::optional<std::string> percentDecode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    auto hex = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    int hi = hex(s[i + 1]), lo = hex(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+bool validBucket(std::string_view b) {
+  if (b.size() < 3 || b.size() > 63) return false;
+  for (char c : b) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
+  StoreUrl out;
+  out.text = std::string(url);
+  if (url.empty()) return bad("empty store URL");
+  if (url.rfind("file://", 0) == 0) {
+    std::string_view path = url.substr(7);
+    if (path.empty() || path.front() != '/') {
+      return bad("file URLs need an absolute path: file:///path");
+    }
+    out.directory = std::string(path);
+    return out;
+  }
+  if (url.rfind("s3://", 0) != 0) {
+    if (url.find("://") != std::string_view::npos) {
+      return bad("unknown store URL scheme in " + std::string(url) + " (file:// or s3://)");
+    }
+    out.directory = std::string(url);
+    return out;
+  }
+  out.kind = StoreUrl::Kind::s3;
+  std::string_view rest = url.substr(5);
+  std::string_view query;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  auto slash = rest.find('/');
+  out.bucket = std::string(rest.substr(0, slash));
+  if (!validBucket(out.bucket)) return bad("invalid bucket name \"" + out.bucket + "\"");
+  if (slash != std::string_view::npos) {
+    std::string root(rest.substr(slash + 1));
+    while (!root.empty() && root.back() == '/') root.pop_back();
+    if (!root.empty() && !isValidObjectKey(root)) {
+      return bad("invalid root prefix \"" + root + "\"");
+    }
+    out.root = root;
+  }
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    auto eq = pair.find('=');
+    if (eq == std::string_view::npos)
+      return bad("query parameter without a value: " + std::string(pair));
+    std::string name(pair.substr(0, eq));
+    auto value = percentDecode(pair.substr(eq + 1));
+    if (!value) return bad("bad percent-encoding in " + name);
+    if (name == "endpoint") {
+      if (value->rfind("http://", 0) != 0 && value->rfind("https://", 0) != 0) {
+        return bad("endpoint must start with http:// or https://");
+      }
+      out.endpoint = *value;
+    } else if (name == "region") {
+      out.region = *value;
+    } else if (name == "dialect") {
+      if (*value != "auto" && *value != "rgw" && *value != "aws") {
+        return bad("dialect must be auto, rgw or aws");
+      }
+      out.dialect = *value;
+    } else if (name == "addressing") {
+      if (*value != "path" && *value != "virtual") return bad("addressing must be path or virtual");
+      out.virtualHost = *value == "virtual";
+    } else if (name == "ca") {
+      out.caFile = *value;
+    } else {
+      return bad("unknown store URL parameter \"" + name + "\"");
+    }
+  }
+  if (out.endpoint.empty()) return bad("s3 URLs need ?endpoint=http(s)://host[:port]");
+  return out;
+}
+
+}  // namespace cairn

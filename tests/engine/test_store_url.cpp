@@ -1,0 +1,48 @@
+#include <catch2/catch.hpp>
+
+#include "engine/store/store_url.hpp"
+
+using namespace cairn;
+
+TEST_CASE("store URLs: directories and file URLs", "[store][url]") {
+  auto plain = parseStoreUrl("/var/lib/cairn/store");
+  REQUIRE(plain.ok());
+  CHECK(plain->kind == StoreUrl::Kind::directory);
+  CHECK(plain->directory == "/var/lib/cairn/store");
+  auto relative = parseStoreUrl("store");
+  REQUIRE(relative.ok());
+  CHECK(relative->directory == "store");
+  auto file = parseStoreUrl("file:///srv/store");
+  REQUIRE(file.ok());
+  CHECK(file->directory == "/srv/store");
+  CHECK_FALSE(parseStoreUrl("file://relative").ok());
+  CHECK_FALSE(parseStoreUrl("").ok());
+  CHECK_FALSE(parseStoreUrl("gs://bucket").ok());
+}
+
+TEST_CASE("store URLs: s3 with endpoint, region, dialect and root", "[store][url]") {
+  auto u = parseStoreUrl(
+      "s3://cairn-test/tables/t1/?endpoint=http%3A%2F%2F127.0.0.1%3A7480&region=eu-west-1"
+      "&dialect=rgw");
+  REQUIRE(u.ok());
+  CHECK(u->kind == StoreUrl::Kind::s3);
+  CHECK(u->bucket == "cairn-test");
+  CHECK(u->root == "tables/t1");
+  CHECK(u->endpoint == "http://127.0.0.1:7480");
+  CHECK(u->region == "eu-west-1");
+  CHECK(u->dialect == "rgw");
+  CHECK_FALSE(u->virtualHost);
+  auto plainEndpoint = parseStoreUrl("s3://bkt?endpoint=https://s3.example.com&addressing=virtual");
+  REQUIRE(plainEndpoint.ok());
+  CHECK(plainEndpoint->endpoint == "https://s3.example.com");
+  CHECK(plainEndpoint->virtualHost);
+  CHECK(plainEndpoint->root.empty());
+
+  CHECK_FALSE(parseStoreUrl("s3://bkt").ok());                                  // no endpoint
+  CHECK_FALSE(parseStoreUrl("s3://B?endpoint=http://h").ok());                  // bucket case
+  CHECK_FALSE(parseStoreUrl("s3://bkt?endpoint=ftp://h").ok());                 // scheme
+  CHECK_FALSE(parseStoreUrl("s3://bkt?endpoint=http://h&dialect=minio").ok());  // dialect
+  CHECK_FALSE(parseStoreUrl("s3://bkt?endpoint=http://h&secret=x").ok());       // unknown
+  CHECK_FALSE(parseStoreUrl("s3://bkt/../x?endpoint=http://h").ok());           // root
+  CHECK_FALSE(parseStoreUrl("s3://bkt?endpoint=http://h&region=%zz").ok());     // encoding
+}
