@@ -5,11 +5,14 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <deque>
 #include <string>
 
 #include "engine/async.hpp"
+#include "engine/cpu_pool.hpp"
 #include "io/file.hpp"
 #include "io/lock.hpp"
 #include "io/uring.hpp"
@@ -197,8 +200,17 @@ asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
 
 asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t end,
                                               const std::function<Res<void>(ByteView)>& sink) {
+  co_return co_await readRangeAsync(start, end, [&](ByteView chunk) -> asio::awaitable<Res<void>> {
+    co_return sink(chunk);
+  });
+}
+
+asio::awaitable<Res<void>> Journal::readRangeAsync(
+    std::uint64_t start, std::uint64_t end,
+    const std::function<asio::awaitable<Res<void>>(ByteView)>& sink) {
   struct Slot {
-    Bytes buffer;
+    std::unique_ptr<std::uint8_t[]> buffer;  // not zero-filled: every byte is read into
+    std::size_t capacity = 0;
     std::uint64_t offset = 0;
     std::size_t length = 0;
     std::optional<io::IoResult<std::size_t>> result;
@@ -214,7 +226,10 @@ asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t
   auto launch = [&](Slot& slot) {
     slot.offset = nextOffset;
     slot.length = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, end - nextOffset));
-    if (slot.buffer.size() < slot.length) slot.buffer.resize(chunk);
+    if (slot.capacity < slot.length) {
+      slot.buffer.reset(new std::uint8_t[slot.length]);
+      slot.capacity = slot.length;
+    }
     slot.result.reset();
     slot.done.reset();
     nextOffset += slot.length;
@@ -222,8 +237,8 @@ asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t
     asio::co_spawn(
         executor,
         [this, &slot, fd]() -> asio::awaitable<void> {
-          slot.result =
-              co_await uring_.readFull(fd, std::span(slot.buffer).first(slot.length), slot.offset);
+          slot.result = co_await uring_.readFull(
+              fd, std::span<std::uint8_t>(slot.buffer.get(), slot.length), slot.offset);
           slot.done.notify();
         },
         asio::detached);
@@ -243,7 +258,7 @@ asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t
       outcome = err(Errc::io, "journal ends at " + std::to_string(slot.offset + **slot.result) +
                                   ", before " + std::to_string(end));
     } else {
-      outcome = sink(ByteView(slot.buffer).first(slot.length));
+      outcome = co_await sink(ByteView(slot.buffer.get(), slot.length));
     }
     if (outcome && nextOffset < end) launch(slot);
   }
@@ -261,10 +276,12 @@ asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64
                                     std::to_string(length) + " bytes, over the cap of " +
                                     std::to_string(byteCap));
   }
+  // Hashing runs on the CPU pool while the next reads are in flight, so the disk, the hash
+  // and the loop overlap.
   Sha256 hash;
-  auto read = co_await readRange(0, length, [&](ByteView chunk) -> Res<void> {
-    hash.update(chunk);
-    return {};
+  auto read = co_await readRangeAsync(0, length, [&](ByteView chunk) -> asio::awaitable<Res<void>> {
+    co_await onCpuPool([&] { hash.update(chunk); });
+    co_return Res<void>{};
   });
   if (!read) co_return Failure<Error>{read.error()};
   co_return Prefix{sequence, length, hash.finish()};
@@ -357,6 +374,11 @@ asio::awaitable<void> Journal::writeBatches() {
     for (std::uint64_t end : batch.ends) ends_.push_back(at + end);
     ++batches_;
     for (std::size_t i = 0; i < batch.waiters.size(); ++i) batch.waiters[i]->complete(first + i);
+    // Let the appenders just acknowledged run (their resumptions are queued behind us) before
+    // cutting the next batch: an appender in a loop appends again and joins that batch, so a
+    // sync carries every waiting appender rather than alternating halves (measured: K/2
+    // records per sync without this, K with it).
+    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
   }
   if (s.failed) {
     for (auto* w : s.pending.waiters) w->complete(Failure<Error>{*s.failed});

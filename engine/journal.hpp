@@ -69,6 +69,11 @@ class Journal {
   // to `sink`; only durable bytes may be read.
   boost::asio::awaitable<Res<void>> readRange(std::uint64_t start, std::uint64_t end,
                                               const std::function<Res<void>(ByteView)>& sink);
+  // The same with a sink that may suspend (e.g. to hash on the CPU pool); the reads already
+  // in flight continue meanwhile.
+  boost::asio::awaitable<Res<void>> readRangeAsync(
+      std::uint64_t start, std::uint64_t end,
+      const std::function<boost::asio::awaitable<Res<void>>(ByteView)>& sink);
   // The payload of one durable record.
   boost::asio::awaitable<Res<Bytes>> record(std::uint64_t sequence);
 

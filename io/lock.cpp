@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-
 #include <unistd.h>
+
 #include <array>
 #include <charconv>
 #include <cstdint>

@@ -22,8 +22,8 @@
 // queue, and one posted flush submits them with a single io_uring_enter. Waiters admitted
 // after a reap are submitted with one call too.
 //
-// Threading. A Uring is used from its io_context's thread only (one thread runs that
-// io_context, or all users are on one strand of it).
+// Threading. Exactly one thread runs the io_context, and the Uring is used only from it
+// (the ring's own handlers run on the io_context directly, not on a strand).
 //
 // Destruction. Drain first: destroy a Uring when no operation is in flight, from the loop's
 // thread, while the io_context is alive. If operations remain, the destructor still keeps

@@ -22,6 +22,16 @@ std::string_view errcName(Errc code) {
       return "usage";
     case Errc::budget:
       return "budget";
+    case Errc::missing:
+      return "missing";
+    case Errc::corrupt:
+      return "corrupt";
+    case Errc::diverged:
+      return "diverged";
+    case Errc::store:
+      return "store";
+    case Errc::uncertain:
+      return "uncertain";
   }
   return "unknown";
 }

@@ -19,6 +19,11 @@ enum class Errc : std::uint8_t {
   busy,        // another process owns the database directory
   usage,       // invalid arguments from a caller
   budget,      // a byte, record or request budget would be exceeded (nothing was done)
+  missing,     // an object a graph needs does not exist in the store
+  corrupt,     // an object's bytes are not what names it (hash, length, header, frames)
+  diverged,    // a checkpoint and the owned journal disagree about the prefix
+  store,       // the object store failed (denied, unreachable, malformed answer)
+  uncertain,   // the outcome of a store request is unknown
 };
 
 std::string_view errcName(Errc code);
@@ -26,6 +31,7 @@ std::string_view errcName(Errc code);
 struct Error {
   Errc code;
   std::string message;
+  std::string key;  // the object the error is about, when there is one
 };
 
 template <class T>

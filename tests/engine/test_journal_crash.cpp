@@ -62,7 +62,9 @@ struct Ack {
                   auto seq = co_await journal->append(asBytes(p));
                   if (!seq) ::_exit(4);
                   Ack ack{*seq, k};
-                  if (::write(ackFd, &ack, sizeof ack) != sizeof ack) ::_exit(5);
+                  char wire[sizeof(Ack)];
+                  std::memcpy(wire, &ack, sizeof ack);
+                  if (::write(ackFd, wire, sizeof wire) != sizeof wire) ::_exit(5);
                 }
               },
               asio::detached);

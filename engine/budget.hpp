@@ -1,0 +1,90 @@
+// Budgets (DESIGN.md §5): operation totals reserved before the effect, and in-flight limits
+// shared by all work in one engine.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+
+#include "engine/async.hpp"
+#include "engine/format/error.hpp"
+
+namespace cairn {
+
+// Totals one operation (a verification, a checkpoint) may consume. Each effect reserves its
+// share first; a reservation that does not fit fails closed and reserves nothing. Repeated
+// dependencies (the same object fetched for two graphs) are reserved again.
+struct BudgetTotals {
+  std::uint64_t bytes = 0;
+  std::uint64_t records = 0;
+  std::uint64_t requests = 0;
+};
+
+// Defaults sized for one machine of this class: 64 GiB of object and journal bytes, every
+// record a journal can hold twice over (a predecessor and a candidate), a million requests.
+inline constexpr BudgetTotals kDefaultOperationBudget{std::uint64_t{64} << 30,
+                                                      std::uint64_t{2} * 268'435'456, 1'000'000};
+
+class OperationBudget {
+ public:
+  explicit OperationBudget(BudgetTotals limits = kDefaultOperationBudget) : limits_(limits) {}
+
+  // Reserves all three amounts or none; Errc::budget names the budget, the amounts and `what`.
+  Res<void> reserve(std::uint64_t bytes, std::uint64_t records, std::uint64_t requests,
+                    std::string_view what);
+  const BudgetTotals& used() const { return used_; }
+  const BudgetTotals& limits() const { return limits_; }
+
+ private:
+  BudgetTotals limits_;
+  BudgetTotals used_;
+};
+
+// A FIFO counting semaphore for coroutines on one executor. An acquire larger than the whole
+// capacity is clamped to it (it then runs alone), so one big item never deadlocks.
+class InFlightLimit {
+ public:
+  explicit InFlightLimit(std::uint64_t capacity) : capacity_(capacity), available_(capacity) {}
+
+  class Permit {
+   public:
+    Permit(InFlightLimit* owner, std::uint64_t amount) : owner_(owner), amount_(amount) {}
+    Permit(Permit&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), amount_(o.amount_) {}
+    Permit& operator=(Permit&&) = delete;
+    ~Permit() {
+      if (owner_) owner_->release(amount_);
+    }
+
+   private:
+    InFlightLimit* owner_;
+    std::uint64_t amount_;
+  };
+
+  boost::asio::awaitable<Permit> acquire(std::uint64_t amount);
+  std::uint64_t capacity() const { return capacity_; }
+  std::uint64_t inUse() const { return capacity_ - available_; }
+  std::uint64_t peakInUse() const { return peak_; }
+
+ private:
+  struct Waiter {
+    std::uint64_t amount;
+    Signal* signal;
+  };
+  void release(std::uint64_t amount);
+  std::uint64_t capacity_;
+  std::uint64_t available_;
+  std::uint64_t peak_ = 0;
+  std::deque<Waiter> waiters_;
+};
+
+// The limits shared by everything running in one engine.
+struct EngineLimits {
+  // Bytes held in memory by reads and requests in flight (segment bodies, journal ranges).
+  InFlightLimit bytes{std::uint64_t{256} << 20};
+  // Object-store requests in flight.
+  InFlightLimit requests{16};
+};
+
+}  // namespace cairn

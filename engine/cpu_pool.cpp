@@ -1,0 +1,40 @@
+#include "engine/cpu_pool.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <exception>
+#include <thread>
+
+#include "engine/async.hpp"
+
+namespace cairn {
+
+namespace {
+boost::asio::thread_pool& cpuPool() {
+  static boost::asio::thread_pool pool(std::max(1u, std::thread::hardware_concurrency()));
+  return pool;
+}
+}  // namespace
+
+boost::asio::awaitable<void> onCpuPool(std::function<void()> work) {
+  auto loop = co_await boost::asio::this_coro::executor;
+  struct Done {
+    std::exception_ptr failure;  // wrapped: Asio treats a bare exception_ptr as an error
+  };
+  Completion<Done> done;
+  boost::asio::post(cpuPool(), [&] {
+    std::exception_ptr failure;
+    try {
+      work();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    // Back to the loop's thread: Completion is not thread-safe and belongs to the loop.
+    boost::asio::post(loop, [&done, failure] { done.complete(Done{failure}); });
+  });
+  Done result = co_await done.wait();
+  if (result.failure) std::rethrow_exception(result.failure);
+}
+
+}  // namespace cairn

@@ -1,0 +1,304 @@
+#include "engine/verifier.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <optional>
+#include <vector>
+
+#include "engine/cpu_pool.hpp"
+#include "engine/format/checks.hpp"
+#include "engine/format/journal_format.hpp"
+#include "engine/format/keys.hpp"
+#include "engine/format/segment.hpp"
+#include "engine/journal.hpp"
+#include "engine/store/object_store.hpp"
+#include "engine/store_errors.hpp"
+
+namespace cairn {
+
+namespace asio = boost::asio;
+
+namespace {
+
+Failure<Error> corrupt(const std::string& key, const std::string& why) {
+  return Failure<Error>{Error{Errc::corrupt, key + ": " + why, key}};
+}
+
+// Checks one fetched segment object against its manifest entry: length and hash, then the
+// header's declarations against the entry (before any frame), then every frame.
+Res<void> checkSegment(const std::string& key, const Manifest& m, const ManifestSegment& entry,
+                       const Bytes& object) {
+  if (object.size() != entry.objectLength) {
+    return corrupt(key, "has " + std::to_string(object.size()) + " bytes, the manifest says " +
+                            std::to_string(entry.objectLength));
+  }
+  if (sha256(object) != entry.objectSha256) return corrupt(key, "SHA-256 does not match its key");
+  auto h = decodeSegmentHeader(object);
+  if (!h) return corrupt(key, h.error().message);
+  SegmentHeader expected{m.lineage, entry.firstSequence, entry.count, entry.journalStart,
+                         entry.journalEnd};
+  if (!(*h == expected)) {
+    return corrupt(key, "header declares sequences " + std::to_string(h->firstSequence) + "+" +
+                            std::to_string(h->count) + " at [" + std::to_string(h->journalStart) +
+                            ", " + std::to_string(h->journalEnd) + "), not the manifest's range");
+  }
+  FrameScanner frames(entry.journalStart, entry.firstSequence);
+  if (auto ok = frames.feed(ByteView(object).subspan(limits::kSegmentHeaderBytes)); !ok) {
+    return corrupt(key, ok.error().message);
+  }
+  if (!frames.atBoundary() || frames.framesDone() != entry.count) {
+    return corrupt(key, "body does not hold exactly its frames");
+  }
+  return {};
+}
+
+struct Fetch {
+  std::optional<StoreResult<StoredObject>> result;
+  std::optional<Res<void>> check;  // deep: checkSegment's verdict, computed on the CPU pool
+  Signal done;      // the result is in
+  Signal consumed;  // the consumer has checked it and dropped its bytes: release the permits
+};
+
+}  // namespace
+
+asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
+    ObjectStore& store, const Uuid& ns, const Digest& manifestSha256, std::uint64_t manifestLength,
+    Journal* journal, EngineLimits& limits, OperationBudget& budget, const VerifyOptions& options,
+    const ProgressFn& progress) {
+  VerifiedGraph out;
+  std::string manifestKey = keys::manifest(ns, manifestSha256);
+  if (manifestLength < 1 || manifestLength > limits::kMaxManifestBytes) {
+    co_return Failure<Error>{Error{
+        Errc::format, "manifest length " + std::to_string(manifestLength) + " is outside 1..1 MiB",
+        manifestKey}};
+  }
+  if (auto ok = budget.reserve(manifestLength, 0, 1, manifestKey); !ok) {
+    co_return Failure<Error>{ok.error()};
+  }
+  std::optional<StoreResult<StoredObject>> fetched;
+  {
+    auto permit = co_await limits.requests.acquire(1);
+    fetched.emplace(co_await store.get(manifestKey, manifestLength));
+  }
+  if (!*fetched) co_return storeError(fetched->error(), manifestKey);
+  const Bytes& manifestBytes = (*fetched)->bytes;
+  if (manifestBytes.size() != manifestLength || sha256(manifestBytes) != manifestSha256) {
+    co_return corrupt(manifestKey, "bytes do not match the SHA-256 and length that name it");
+  }
+  auto manifest = decodeManifest(manifestBytes);
+  if (!manifest) co_return corrupt(manifestKey, manifest.error().message);
+  out.manifest = std::move(*manifest);
+  const Manifest& m = out.manifest;
+  out.objects = 1;
+  out.bytes = manifestLength;
+
+  VerifyProgress p;
+  p.objectsTotal = 1 + m.segments.size();
+  p.objectsDone = 1;
+  p.bytesTotal = manifestLength;
+  for (const auto& s : m.segments) p.bytesTotal += options.deep ? s.objectLength : 0;
+  p.bytesDone = manifestLength;
+  if (progress) progress(p);
+
+  // Reserve the whole graph's work before the first segment request: a graph larger than the
+  // budget fails closed here, having sent nothing more.
+  std::uint64_t graphBytes = 0, graphRecords = 0;
+  for (const auto& s : m.segments) {
+    graphBytes += options.deep ? s.objectLength : 0;
+    graphRecords += options.deep ? s.count : 0;
+  }
+  if (auto ok =
+          budget.reserve(graphBytes, graphRecords, m.segments.size(), "segments of " + manifestKey);
+      !ok) {
+    co_return Failure<Error>{ok.error()};
+  }
+  if (journal && options.deep) {
+    if (auto ok = budget.reserve(m.prefix.length, m.prefix.sequence, 0, "journal prefix"); !ok) {
+      co_return Failure<Error>{ok.error()};
+    }
+  }
+
+  auto executor = co_await asio::this_coro::executor;
+
+  // The journal's prefix is read and hashed concurrently with the segment fetches.
+  std::optional<Res<Prefix>> journalPrefix;
+  Signal journalDone;
+  if (journal && options.deep) {
+    if (journal->lineage() != m.lineage) {
+      co_return Failure<Error>{
+          Error{Errc::diverged, "the checkpoint's lineage is not the journal's", manifestKey}};
+    }
+    if (m.prefix.sequence > journal->endSequence()) {
+      co_return Failure<Error>{
+          Error{Errc::diverged,
+                "the checkpoint covers sequence " + std::to_string(m.prefix.sequence) +
+                    ", beyond the journal's end " + std::to_string(journal->endSequence()),
+                manifestKey}};
+    }
+    asio::co_spawn(
+        executor,
+        [&]() -> asio::awaitable<void> {
+          journalPrefix.emplace(co_await journal->prefix(m.prefix.sequence, m.prefix.length));
+          journalDone.notify();
+        },
+        asio::detached);
+  } else {
+    journalDone.notify();
+  }
+
+  // Segments: fetched concurrently (bounded by the in-flight limits), checked in order.
+  std::vector<Fetch> fetches(m.segments.size());
+  std::optional<Error> failure;
+  std::size_t launched = 0;
+  std::size_t alive = 0;  // fetch coroutines not yet finished
+  Signal allFinished;
+  Signal launchedMore;
+  bool launcherDone = false;
+  asio::co_spawn(
+      executor,
+      [&]() -> asio::awaitable<void> {
+        for (std::size_t i = 0; i < m.segments.size() && !failure; ++i) {
+          const ManifestSegment& s = m.segments[i];
+          std::uint64_t bytes = options.deep ? s.objectLength : 0;
+          auto b = co_await limits.bytes.acquire(bytes);
+          auto r = co_await limits.requests.acquire(1);
+          if (failure) break;
+          ++launched;
+          ++alive;
+          launchedMore.notify();
+          asio::co_spawn(
+              executor,
+              [&, i, b = std::move(b), r = std::move(r)]() -> asio::awaitable<void> {
+                const ManifestSegment& seg = m.segments[i];
+                std::string key = keys::segment(ns, seg.objectSha256);
+                if (options.deep) {
+                  fetches[i].result.emplace(co_await store.get(key, seg.objectLength));
+                  if (*fetches[i].result) {
+                    // Hash and frame checks of different segments run in parallel.
+                    const Bytes& bytes = (*fetches[i].result)->bytes;
+                    co_await onCpuPool(
+                        [&] { fetches[i].check.emplace(checkSegment(key, m, seg, bytes)); });
+                  }
+                } else {
+                  auto info = co_await store.head(key);
+                  if (info) {
+                    fetches[i].result.emplace(StoredObject{Bytes{}, info->etag});
+                    if (info->size != seg.objectLength) {
+                      fetches[i].result.emplace(
+                          storeFail(StoreStatus::failure, "size " + std::to_string(info->size)));
+                    }  // the consumer's head() names it corrupt
+                  } else {
+                    fetches[i].result.emplace(Failure<StoreOutcome>{info.error()});
+                  }
+                }
+                fetches[i].done.notify();
+                // The permits are held until this fetch's bytes are checked and dropped.
+                co_await fetches[i].consumed.wait();
+                if (--alive == 0) allFinished.notify();
+              },
+              asio::detached);
+        }
+        launcherDone = true;
+        launchedMore.notify();
+      },
+      asio::detached);
+
+  Sha256 prefixHash;
+  prefixHash.update(m.journalHeader);
+  for (std::size_t i = 0; i < m.segments.size(); ++i) {
+    while (launched <= i && !launcherDone) {
+      launchedMore.reset();
+      co_await launchedMore.wait();
+    }
+    if (launched <= i) break;  // the launcher stopped after a failure
+    co_await fetches[i].done.wait();
+    const ManifestSegment& seg = m.segments[i];
+    std::string key = keys::segment(ns, seg.objectSha256);
+    auto& result = *fetches[i].result;
+    if (!failure) {
+      if (!result) {
+        failure = storeError(result.error(), key).error;
+        if (result.error().status == StoreStatus::failure) {
+          // Over the bound, or a wrong size: if the object's size is not the manifest's, the
+          // object is corrupt, not the store.
+          auto info = co_await store.head(key);
+          if (info && info->size != seg.objectLength) {
+            failure = Error{Errc::corrupt,
+                            key + ": has " + std::to_string(info->size) +
+                                " bytes, the manifest says " + std::to_string(seg.objectLength),
+                            key};
+          }
+        }
+      } else if (options.deep) {
+        if (!*fetches[i].check) {
+          failure = fetches[i].check->error();
+        } else {
+          ByteView body = ByteView(result->bytes).subspan(limits::kSegmentHeaderBytes);
+          co_await onCpuPool([&] { prefixHash.update(body); });
+        }
+      }
+    }
+    if (result) {
+      out.bytes += result->bytes.size();
+      p.bytesDone += result->bytes.size();
+      result->bytes = Bytes{};  // release the memory now; the permit follows
+    }
+    fetches[i].consumed.notify();
+    ++out.objects;
+    ++p.objectsDone;
+    if (progress) progress(p);
+  }
+  // Wait for every spawned fetch to finish before the frames they reference go away.
+  while (!launcherDone) {
+    launchedMore.reset();
+    co_await launchedMore.wait();
+  }
+  for (std::size_t i = 0; i < launched; ++i) fetches[i].consumed.notify();
+  while (alive > 0) {
+    allFinished.reset();
+    co_await allFinished.wait();
+  }
+  co_await journalDone.wait();
+  if (failure) co_return Failure<Error>{*failure};
+
+  if (options.deep) {
+    if (prefixHash.finish() != m.prefix.sha256) {
+      co_return corrupt(manifestKey, "the segments do not rebuild the declared prefix hash");
+    }
+    if (journal) {
+      if (!*journalPrefix) co_return Failure<Error>{journalPrefix->error()};
+      const Prefix& actual = **journalPrefix;
+      if (actual.length != m.prefix.length || actual.sha256 != m.prefix.sha256) {
+        co_return Failure<Error>{
+            Error{Errc::diverged,
+                  "the journal's prefix at sequence " + std::to_string(m.prefix.sequence) + " (" +
+                      std::to_string(actual.length) + " bytes, " + toHex(actual.sha256) +
+                      ") is not the checkpoint's (" + std::to_string(m.prefix.length) + " bytes, " +
+                      toHex(m.prefix.sha256) + ")",
+                  manifestKey}};
+      }
+    }
+  }
+  co_return out;
+}
+
+asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(ObjectStore& store, const Head& head,
+                                                    Journal* journal, EngineLimits& limits,
+                                                    OperationBudget& budget,
+                                                    const VerifyOptions& options,
+                                                    const ProgressFn& progress) {
+  const HeadFields& f = head.fields();
+  auto graph = co_await verifyManifestGraph(store, f.ns, f.manifestSha256, f.manifestLength,
+                                            journal, limits, budget, options, progress);
+  if (!graph) co_return graph;
+  // The manifest is the one the head names; its lineage and prefix are the head's.
+  auto bound = bindManifest(head, *encodeManifest(graph->manifest));
+  if (!bound) {
+    co_return Failure<Error>{
+        Error{bound.error().code, bound.error().message, keys::manifest(f.ns, f.manifestSha256)}};
+  }
+  co_return graph;
+}
+
+}  // namespace cairn

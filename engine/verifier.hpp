@@ -1,0 +1,56 @@
+// Graph verification (DESIGN.md §2.2-§2.4, §5): fetch a checkpoint's manifest and segments,
+// check every object against what names it, rebuild the prefix hash, and compare it with the
+// actual owned journal. Fails closed with a typed error naming the object and the reason.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <functional>
+
+#include "engine/budget.hpp"
+#include "engine/format/head.hpp"
+#include "engine/format/manifest.hpp"
+
+namespace cairn {
+
+class Journal;
+class ObjectStore;
+
+struct VerifyOptions {
+  // false: the manifest (bytes, hash, structure) and every segment's existence and size.
+  // true: also every segment byte (hash, header, frames), the rebuilt prefix hash, and the
+  // comparison with the journal.
+  bool deep = false;
+};
+
+struct VerifyProgress {
+  std::uint64_t objectsDone = 0;
+  std::uint64_t objectsTotal = 0;
+  std::uint64_t bytesDone = 0;
+  std::uint64_t bytesTotal = 0;
+};
+
+struct VerifiedGraph {
+  Manifest manifest;
+  std::uint64_t objects = 0;  // manifest + segments checked
+  std::uint64_t bytes = 0;    // object bytes fetched
+};
+
+using ProgressFn = std::function<void(const VerifyProgress&)>;
+
+// Verifies the graph of `head`: the manifest it names (bound by bindManifest) and below.
+// With a journal and deep verification, the journal's prefix at the head's cutoff must equal
+// the checkpoint's.
+boost::asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(ObjectStore& store, const Head& head,
+                                                           Journal* journal, EngineLimits& limits,
+                                                           OperationBudget& budget,
+                                                           const VerifyOptions& options,
+                                                           const ProgressFn& progress = {});
+
+// The same from a manifest named by its SHA-256 and length.
+boost::asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
+    ObjectStore& store, const Uuid& ns, const Digest& manifestSha256, std::uint64_t manifestLength,
+    Journal* journal, EngineLimits& limits, OperationBudget& budget, const VerifyOptions& options,
+    const ProgressFn& progress = {});
+
+}  // namespace cairn

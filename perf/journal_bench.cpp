@@ -1,0 +1,837 @@
+// cairn_journal_bench: measures cairn::Journal on a real disk and prints one JSON object.
+//
+//   append  K coroutine appenders on one io_context, each appending N-byte records in a loop;
+//           group commit (one pwrite + one fdatasync per batch) is what is measured.
+//   prefix  builds (once) a journal of a given size, then times prefix() over all of it —
+//           io_uring reads plus SHA-256 on the loop thread — with a cold and a warm page cache,
+//           and (unless --no-experiments) the reading alone and hashing on a second thread.
+//   syncs   one durable write at a time, blocking pwrite + fdatasync against io_uring write +
+//           fdatasync, alternating: the cost of a sync by itself (a diagnostic).
+//
+// perf/run_journal.sh runs both beside their peers (RocksDB db_bench, fio, openssl speed);
+// docs/performance.md explains the numbers.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <bit>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/sha256.hpp"
+#include "engine/async.hpp"
+#include "engine/format/limits.hpp"
+#include "engine/journal.hpp"
+#include "io/uring.hpp"
+
+namespace {
+
+using namespace cairn;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Bounds of the benchmark itself.
+constexpr unsigned kMaxAppenders = 65'536;  // Journal's default maxWaitingAppenders
+constexpr double kMaxSeconds = 3600;
+constexpr std::uint64_t kMaxCreateBytes = std::uint64_t{64} << 30;
+constexpr std::uint64_t kBuildRecordBytes = std::uint64_t{1} << 20;  // payload per build record
+constexpr unsigned kBuildAppenders = 4;
+constexpr std::uint64_t kShaProbeBytes = std::uint64_t{512} << 20;  // in-process SHA-256 probe
+constexpr unsigned kMaxPrefixRepeats = 10;
+constexpr unsigned kUringEntries = 256;
+
+double secondsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tiny JSON object writer: numbers, strings, booleans and nested objects, in insertion order.
+class Json {
+ public:
+  Json& number(std::string_view key, double v) {
+    if (!std::isfinite(v)) return raw(key, "null");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return raw(key, buf);
+  }
+  Json& count(std::string_view key, std::uint64_t v) { return raw(key, std::to_string(v)); }
+  Json& text(std::string_view key, std::string_view v) { return raw(key, quote(v)); }
+  Json& object(std::string_view key, const Json& inner) { return raw(key, inner.str()); }
+  Json& array(std::string_view key, const std::vector<Json>& items) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i].str();
+    return raw(key, out + "]");
+  }
+  std::string str() const { return "{" + body_ + "}"; }
+
+ private:
+  static std::string quote(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+    return out + "\"";
+  }
+  Json& raw(std::string_view key, std::string_view value) {
+    if (!body_.empty()) body_ += ", ";
+    body_ += quote(key) + ": " + std::string(value);
+    return *this;
+  }
+  std::string body_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Latencies in a log-linear histogram: 64 sub-buckets per power of two (error under 1.6%), in
+// fixed memory however long the run.
+class LatencyHistogram {
+ public:
+  void record(std::uint64_t ns) {
+    ++counts_[index(ns)];
+    ++total_;
+    sum_ += ns;
+  }
+  std::uint64_t total() const { return total_; }
+  double meanMicros() const { return total_ ? double(sum_) / double(total_) / 1e3 : 0; }
+  // The value (in microseconds) below which a fraction q of the samples lie.
+  double quantileMicros(double q) const {
+    if (total_ == 0) return 0;
+    auto rank = static_cast<std::uint64_t>(q * double(total_ - 1)) + 1;
+    std::uint64_t seen = 0;
+    for (std::size_t i = 0; i < kBuckets; ++i) {
+      seen += counts_[i];
+      if (seen >= rank) return double(midpoint(i)) / 1e3;
+    }
+    return double(midpoint(kBuckets - 1)) / 1e3;
+  }
+
+ private:
+  static constexpr int kSubBits = 6;
+  static constexpr std::size_t kSub = std::size_t{1} << kSubBits;
+  static constexpr std::size_t kBuckets = (64 - kSubBits + 1) * kSub;
+
+  static std::size_t index(std::uint64_t v) {
+    if (v < kSub) return static_cast<std::size_t>(v);
+    const int msb = 63 - std::countl_zero(v);  // >= kSubBits
+    return static_cast<std::size_t>(msb - kSubBits + 1) * kSub +
+           ((v >> (msb - kSubBits)) & (kSub - 1));
+  }
+  static std::uint64_t midpoint(std::size_t i) {
+    if (i < kSub) return i;
+    const int shift = static_cast<int>(i / kSub) - 1;
+    const std::uint64_t low = (kSub + i % kSub) << shift;
+    return low + ((std::uint64_t{1} << shift) >> 1);
+  }
+
+  std::array<std::uint64_t, kBuckets> counts_{};
+  std::uint64_t total_ = 0;
+  std::uint64_t sum_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// CPU time of the whole process (every thread, io_uring's io-wq workers included).
+struct CpuTimes {
+  double user = 0;
+  double system = 0;
+  static CpuTimes now() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    auto secs = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+    return {secs(u.ru_utime), secs(u.ru_stime)};
+  }
+  CpuTimes operator-(const CpuTimes& o) const { return {user - o.user, system - o.system}; }
+};
+
+Bytes pseudoRandomBytes(std::size_t size, std::uint64_t seed) {
+  Bytes out(size);
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& b : out) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = static_cast<std::uint8_t>(x >> 32);
+  }
+  return out;
+}
+
+// Runs body on a fresh io_context with one Uring; returns its exit code.
+int runOnLoop(const std::function<asio::awaitable<int>(io::Uring&)>& body) {
+  asio::io_context context(1);
+  auto uring = io::Uring::create(context, kUringEntries);
+  if (!uring) {
+    std::fprintf(stderr, "journal_bench: io_uring: %s\n", uring.error().message().c_str());
+    return 1;
+  }
+  int exitCode = 1;
+  asio::co_spawn(context, body(**uring), [&](std::exception_ptr e, int code) {
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        std::fprintf(stderr, "journal_bench: %s\n", ex.what());
+      }
+      return;
+    }
+    exitCode = code;
+  });
+  context.run();
+  return exitCode;
+}
+
+int fail(const std::string& what, const Error& e) {
+  std::fprintf(stderr, "journal_bench: %s: %s\n", what.c_str(), e.message.c_str());
+  return 1;
+}
+
+Json uringJson(const io::UringStats& s) {
+  return Json()
+      .count("started", s.started)
+      .count("submit_calls", s.submitCalls)
+      .count("peak_in_flight", s.peakInFlight)
+      .count("peak_waiting", s.peakWaiting);
+}
+
+// ---------------------------------------------------------------------------------------------
+// append
+
+struct AppendConfig {
+  fs::path dir;
+  std::size_t valueSize = 256;
+  unsigned appenders = 1;
+  double seconds = 5;
+  std::uint64_t records = 0;  // 0: run for `seconds`
+  std::uint64_t maxBatchBytes = JournalOptions{}.maxBatchBytes;
+  bool keep = false;
+};
+
+struct AppendRun {
+  const AppendConfig& config;
+  Clock::time_point deadline;
+  std::uint64_t issued = 0;
+  std::uint64_t appended = 0;
+  LatencyHistogram latency;
+  Clock::time_point lastCompletion;
+  std::optional<Error> error;
+
+  bool stopping() const {
+    if (error) return true;
+    if (config.records > 0) return issued >= config.records;
+    return Clock::now() >= deadline;
+  }
+};
+
+asio::awaitable<void> appendLoop(Journal& journal, ByteView payload, AppendRun& run) {
+  while (!run.stopping()) {
+    ++run.issued;
+    const auto start = Clock::now();
+    auto r = co_await journal.append(payload);
+    const auto end = Clock::now();
+    if (!r) {
+      run.error = r.error();
+      co_return;
+    }
+    run.latency.record(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
+    ++run.appended;
+    run.lastCompletion = end;
+  }
+}
+
+asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
+  const fs::path dir = c.dir / ("cairn-append-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  JournalOptions options;
+  options.maxBatchBytes = c.maxBatchBytes;
+  auto created = co_await Journal::create(uring, dir, u"bench", options);
+  if (!created) co_return fail("create " + dir.string(), created.error());
+  std::unique_ptr<Journal> journal = std::move(*created);
+  const std::uint64_t startOffset = journal->endOffset();
+  const Bytes payload = pseudoRandomBytes(c.valueSize, 1);
+
+  auto executor = co_await asio::this_coro::executor;
+  const auto uringBefore = uring.stats();
+  const auto cpuBefore = CpuTimes::now();
+  const auto start = Clock::now();
+  AppendRun run{c, start + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(c.seconds))};
+  run.lastCompletion = start;
+  unsigned live = c.appenders;
+  Signal allDone;
+  for (unsigned k = 0; k < c.appenders; ++k) {
+    asio::co_spawn(
+        executor,
+        [&]() -> asio::awaitable<void> {
+          co_await appendLoop(*journal, payload, run);
+          if (--live == 0) allDone.notify();
+        },
+        asio::detached);
+  }
+  co_await allDone.wait();
+  const double elapsed = secondsBetween(start, run.lastCompletion);
+  const CpuTimes cpu = CpuTimes::now() - cpuBefore;
+  const auto uringAfter = uring.stats();
+  if (run.error) co_return fail("append", *run.error);
+
+  const std::uint64_t batches = journal->batchesWritten();
+  const std::uint64_t journalBytes = journal->endOffset() - startOffset;
+  const double appends = double(run.appended);
+  io::UringStats delta = uringAfter;
+  delta.started -= uringBefore.started;
+  delta.submitCalls -= uringBefore.submitCalls;
+  Json out;
+  out.text("mode", "append")
+      .count("value_size", c.valueSize)
+      .count("appenders", c.appenders)
+      .count("max_batch_bytes", c.maxBatchBytes)
+      .number("seconds", elapsed)
+      .count("appends", run.appended)
+      .number("appends_per_s", appends / elapsed)
+      .number("payload_mb_per_s", appends * double(c.valueSize) / elapsed / 1e6)
+      .number("journal_mb_per_s", double(journalBytes) / elapsed / 1e6)
+      .count("batches", batches)
+      .number("syncs_per_s", double(batches) / elapsed)
+      .number("records_per_sync", batches ? appends / double(batches) : 0)
+      .number("latency_mean_us", run.latency.meanMicros())
+      .number("latency_p50_us", run.latency.quantileMicros(0.50))
+      .number("latency_p99_us", run.latency.quantileMicros(0.99))
+      .number("latency_max_us", run.latency.quantileMicros(1.0))
+      .number("cpu_user_s", cpu.user)
+      .number("cpu_sys_s", cpu.system)
+      .number("cpu_us_per_append", appends ? (cpu.user + cpu.system) / appends * 1e6 : 0)
+      .object("uring", uringJson(delta));
+  journal.reset();  // releases the directory lock
+  if (!c.keep) fs::remove_all(dir, ec);
+  std::printf("%s\n", out.str().c_str());
+  co_return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// syncs: the cost of one durable append by itself, without group commit. Appends `bytes` and
+// makes them durable, one at a time, by two methods that alternate in slices of kSyncSlice so
+// both see the same disk (whose sync latency drifts): blocking pwrite + fdatasync on the loop
+// thread (what fio and RocksDB do), and io_uring write then io_uring fdatasync (what the
+// journal does).
+
+struct SyncConfig {
+  fs::path dir;
+  std::size_t bytes = 4096;
+  double seconds = 4;
+  // How the file is prepared: "none" (appends grow it), "keep" (fallocate FALLOC_FL_KEEP_SIZE,
+  // as RocksDB does for its WAL: blocks reserved, size still grows) or "written" (zeros written
+  // and synced first, so every write overwrites allocated blocks and the size never changes).
+  std::string prealloc = "none";
+};
+
+constexpr std::uint64_t kSyncPreallocBytes = std::uint64_t{256} << 20;
+
+constexpr auto kSyncSlice = std::chrono::milliseconds(500);
+
+struct SyncMethodStats {
+  LatencyHistogram latency;
+  double seconds = 0;
+  CpuTimes cpu;
+  Json json(const char* name) const {
+    const double n = double(latency.total());
+    return Json()
+        .text("method", name)
+        .count("syncs", latency.total())
+        .number("seconds", seconds)
+        .number("syncs_per_s", n / seconds)
+        .number("latency_p50_us", latency.quantileMicros(0.50))
+        .number("latency_p99_us", latency.quantileMicros(0.99))
+        .number("cpu_us_per_sync", n ? (cpu.user + cpu.system) / n * 1e6 : 0);
+  }
+};
+
+asio::awaitable<int> runSyncs(io::Uring& uring, const SyncConfig& c) {
+  const fs::path dir = c.dir / ("cairn-syncs-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path path = dir / "file";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) co_return fail("open " + path.string(), Error{Errc::io, std::strerror(errno)});
+  std::optional<std::string> failure;
+  if (c.prealloc == "keep") {
+    if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(kSyncPreallocBytes)) != 0) {
+      failure = std::string("fallocate: ") + std::strerror(errno);
+    }
+  } else if (c.prealloc == "written") {
+    const Bytes zeros(std::size_t{1} << 20, 0);
+    for (std::uint64_t at = 0; at < kSyncPreallocBytes && !failure; at += zeros.size()) {
+      if (::pwrite(fd, zeros.data(), zeros.size(), static_cast<off_t>(at)) !=
+          static_cast<ssize_t>(zeros.size())) {
+        failure = std::string("prewrite: ") + std::strerror(errno);
+      }
+    }
+  }
+  if (!failure && ::fsync(fd) != 0) failure = std::string("fsync: ") + std::strerror(errno);
+  const Bytes block = pseudoRandomBytes(c.bytes, 5);
+  std::uint64_t offset = 0;
+  SyncMethodStats blocking, uringStats;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(c.seconds));
+  for (bool useUring = false; Clock::now() < end && !failure; useUring = !useUring) {
+    SyncMethodStats& stats = useUring ? uringStats : blocking;
+    const auto sliceStart = Clock::now();
+    const auto cpuBefore = CpuTimes::now();
+    while (Clock::now() - sliceStart < kSyncSlice && !failure) {
+      const auto t0 = Clock::now();
+      if (useUring) {
+        auto w = co_await uring.write(fd, block, offset);
+        if (w) w = co_await uring.fdatasync(fd);
+        if (!w) failure = w.error().message();
+      } else if (::pwrite(fd, block.data(), block.size(), static_cast<off_t>(offset)) !=
+                     static_cast<ssize_t>(block.size()) ||
+                 ::fdatasync(fd) != 0) {
+        failure = std::strerror(errno);
+      }
+      offset += block.size();
+      stats.latency.record(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()));
+    }
+    const CpuTimes cpu = CpuTimes::now() - cpuBefore;
+    stats.cpu.user += cpu.user;
+    stats.cpu.system += cpu.system;
+    stats.seconds += secondsBetween(sliceStart, Clock::now());
+  }
+  ::close(fd);
+  fs::remove_all(dir, ec);
+  if (failure) co_return fail("syncs", Error{Errc::io, *failure});
+  Json out;
+  out.text("mode", "syncs")
+      .count("bytes", c.bytes)
+      .text("prealloc", c.prealloc)
+      .object("blocking_pwrite_fdatasync", blocking.json("blocking"))
+      .object("uring_write_then_fdatasync", uringStats.json("uring"));
+  std::printf("%s\n", out.str().c_str());
+  co_return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// prefix
+
+struct PrefixConfig {
+  fs::path dir;
+  std::uint64_t createBytes = std::uint64_t{2} << 30;
+  std::size_t readChunkBytes = JournalOptions{}.readChunkBytes;
+  unsigned readDepth = JournalOptions{}.readDepth;
+  unsigned repeats = 1;
+  bool dropCache = true;
+  bool experiments = true;
+  bool remove = false;
+};
+
+// Evicts the journal's pages: drop_caches as root (the whole page cache, as asked of a cold
+// run), otherwise POSIX_FADV_DONTNEED on the file (enough for clean pages). Returns the method.
+std::string dropPageCache(const fs::path& file) {
+  ::sync();
+  {
+    std::ofstream drop("/proc/sys/vm/drop_caches");
+    if (drop && (drop << "3\n").flush()) return "drop_caches";
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "none";
+  const int r = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  return r == 0 ? "fadvise_dontneed" : "none";
+}
+
+// The fraction of the file's pages in the page cache (mincore), or -1 if it cannot tell.
+double residentFraction(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  double out = -1;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    const auto size = static_cast<std::size_t>(st.st_size);
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) {
+      const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+      std::vector<unsigned char> pages((size + page - 1) / page);
+      if (::mincore(map, size, pages.data()) == 0) {
+        std::size_t resident = 0;
+        for (unsigned char p : pages) resident += p & 1;
+        out = double(resident) / double(pages.size());
+      }
+      ::munmap(map, size);
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// SHA-256 of a 1 MiB buffer, repeated: this build's hashing speed on one core.
+Json shaProbe() {
+  const Bytes buffer = pseudoRandomBytes(std::size_t{1} << 20, 7);
+  Sha256 hash;
+  const auto cpuBefore = CpuTimes::now();
+  const auto start = Clock::now();
+  for (std::uint64_t done = 0; done < kShaProbeBytes; done += buffer.size()) hash.update(buffer);
+  (void)hash.finish();
+  const double wall = secondsBetween(start, Clock::now());
+  const CpuTimes cpu = CpuTimes::now() - cpuBefore;
+  return Json()
+      .count("bytes", kShaProbeBytes)
+      .number("seconds", wall)
+      .number("mb_per_s", double(kShaProbeBytes) / wall / 1e6)
+      .number("mb_per_cpu_s", double(kShaProbeBytes) / (cpu.user + cpu.system) / 1e6);
+}
+
+// Appends 1 MiB records from a few appenders until the journal holds at least `bytes`.
+asio::awaitable<Res<void>> buildJournal(Journal& journal, std::uint64_t bytes) {
+  const Bytes payload = pseudoRandomBytes(kBuildRecordBytes, 3);
+  const std::uint64_t frame = frameLength(payload.size());
+  auto executor = co_await asio::this_coro::executor;
+  std::uint64_t planned = journal.endOffset();
+  std::optional<Error> error;
+  unsigned live = kBuildAppenders;
+  Signal done;
+  for (unsigned k = 0; k < kBuildAppenders; ++k) {
+    asio::co_spawn(
+        executor,
+        [&]() -> asio::awaitable<void> {
+          while (!error && planned < bytes) {
+            planned += frame;
+            auto r = co_await journal.append(payload);
+            if (!r) error = r.error();
+          }
+          if (--live == 0) done.notify();
+        },
+        asio::detached);
+  }
+  co_await done.wait();
+  if (error) co_return Failure<Error>{*error};
+  co_return Res<void>{};
+}
+
+// What one timed pass over the whole journal does.
+enum class PassKind {
+  prefix,      // Journal::prefix(): io_uring reads, SHA-256 on the loop thread (the product)
+  readOnly,    // Journal::readRange() with an empty sink: the reading alone
+  hashThread,  // experiment: readRange() copies each chunk to a second thread that hashes
+};
+
+const char* passName(PassKind k) {
+  switch (k) {
+    case PassKind::prefix:
+      return "prefix";
+    case PassKind::readOnly:
+      return "read_only";
+    case PassKind::hashThread:
+      return "hash_thread_experiment";
+  }
+  return "?";
+}
+
+// The experiment's second thread: hashes chunks handed over through a ring of
+// kHashQueueChunks buffers (allocated once), so reading on the loop thread and hashing on this
+// thread overlap. push() copies a chunk into a free buffer, blocking while none is free.
+class HashThread {
+ public:
+  static constexpr std::size_t kHashQueueChunks = 4;
+
+  explicit HashThread(std::size_t chunkBytes) : thread_([this] { run(); }) {
+    for (auto& slot : slots_) slot.reserve(chunkBytes);
+  }
+  ~HashThread() {
+    if (thread_.joinable()) finish();
+  }
+  HashThread(const HashThread&) = delete;
+  HashThread& operator=(const HashThread&) = delete;
+
+  void push(ByteView chunk) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return filled_ < kHashQueueChunks; });
+    Bytes& slot = slots_[(next_ + filled_) % kHashQueueChunks];
+    lock.unlock();  // only this thread writes a free slot
+    slot.assign(chunk.begin(), chunk.end());
+    lock.lock();
+    ++filled_;
+    changed_.notify_all();
+  }
+  Digest finish() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+    return digest_;
+  }
+
+ private:
+  void run() {
+    Sha256 hash;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [&] { return filled_ > 0 || done_; });
+      if (filled_ == 0) break;
+      Bytes& slot = slots_[next_];
+      lock.unlock();  // the producer never touches a filled slot
+      hash.update(slot);
+      lock.lock();
+      next_ = (next_ + 1) % kHashQueueChunks;
+      --filled_;
+      changed_.notify_all();
+    }
+    digest_ = hash.finish();
+  }
+
+  std::array<Bytes, kHashQueueChunks> slots_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::size_t next_ = 0;    // the oldest filled slot
+  std::size_t filled_ = 0;  // filled slots, from next_ on
+  bool done_ = false;
+  Digest digest_{};
+  std::thread thread_;  // last: starts after the members it uses exist
+};
+
+asio::awaitable<Res<Json>> timePass(io::Uring& uring, Journal& journal, const fs::path& file,
+                                    PassKind kind, bool cold, bool dropCache,
+                                    std::size_t chunkBytes) {
+  std::string method = "not_requested";
+  if (cold && dropCache) method = dropPageCache(file);
+  const double resident = residentFraction(file);
+  const std::uint64_t length = journal.endOffset();
+  const auto uringBefore = uring.stats();
+  const auto cpuBefore = CpuTimes::now();
+  const auto start = Clock::now();
+  std::optional<Digest> digest;
+  if (kind == PassKind::prefix) {
+    auto p = co_await journal.prefix(journal.endSequence(), limits::kMaxPrefixBytes);
+    if (!p) co_return Failure<Error>{p.error()};
+    digest = p->sha256;
+  } else if (kind == PassKind::readOnly) {
+    auto r = co_await journal.readRange(0, length, [](ByteView) -> Res<void> { return {}; });
+    if (!r) co_return Failure<Error>{r.error()};
+  } else {
+    HashThread hasher(chunkBytes);
+    auto r = co_await journal.readRange(0, length, [&](ByteView chunk) -> Res<void> {
+      hasher.push(chunk);
+      return {};
+    });
+    digest = hasher.finish();
+    if (!r) co_return Failure<Error>{r.error()};
+  }
+  const double wall = secondsBetween(start, Clock::now());
+  const CpuTimes cpu = CpuTimes::now() - cpuBefore;
+  io::UringStats delta = uring.stats();
+  delta.started -= uringBefore.started;
+  delta.submitCalls -= uringBefore.submitCalls;
+  const double gib = double(length) / double(std::uint64_t{1} << 30);
+  Json out;
+  out.text("pass", passName(kind))
+      .text("cache", cold ? "cold" : "warm")
+      .text("cache_drop", method)
+      .number("resident_before", resident)
+      .count("bytes", length)
+      .number("seconds", wall)
+      .number("mb_per_s", double(length) / wall / 1e6)
+      .number("cpu_user_s", cpu.user)
+      .number("cpu_sys_s", cpu.system)
+      .number("cpu_s_per_gib", (cpu.user + cpu.system) / gib)
+      .number("cpu_utilisation", (cpu.user + cpu.system) / wall)
+      .text("sha256", digest ? toHex(*digest) : "")
+      .object("uring", uringJson(delta));
+  co_return out;
+}
+
+asio::awaitable<int> runPrefix(io::Uring& uring, const PrefixConfig& c) {
+  const fs::path dir = c.dir / "cairn-prefix-journal";
+  const fs::path file = dir / Journal::kFileName;
+  JournalOptions options;
+  options.readChunkBytes = c.readChunkBytes;
+  options.readDepth = c.readDepth;
+
+  // Reuse a journal built by an earlier run if it is large enough; otherwise build it.
+  std::unique_ptr<Journal> journal;
+  double openSeconds = -1;
+  double buildSeconds = -1;
+  if (fs::exists(file)) {
+    const auto start = Clock::now();
+    auto opened = co_await Journal::open(uring, dir, options);
+    if (opened && (*opened)->endOffset() >= c.createBytes) {
+      journal = std::move(*opened);
+      openSeconds = secondsBetween(start, Clock::now());
+    }
+  }
+  if (!journal) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    auto created = co_await Journal::create(uring, dir, u"bench", options);
+    if (!created) co_return fail("create " + dir.string(), created.error());
+    journal = std::move(*created);
+    const auto start = Clock::now();
+    if (auto built = co_await buildJournal(*journal, c.createBytes); !built) {
+      co_return fail("build journal", built.error());
+    }
+    buildSeconds = secondsBetween(start, Clock::now());
+  }
+
+  // Each repeat: the product cold and warm, then the reading alone (cold), then the
+  // experiment that hashes on a second thread (cold), unless --no-experiments.
+  std::vector<std::pair<PassKind, bool>> passes = {{PassKind::prefix, true},
+                                                   {PassKind::prefix, false}};
+  if (c.experiments) {
+    passes.push_back({PassKind::readOnly, true});
+    passes.push_back({PassKind::hashThread, true});
+    passes.push_back({PassKind::hashThread, false});
+  }
+  std::vector<Json> runs;
+  for (unsigned i = 0; i < c.repeats; ++i) {
+    for (auto [kind, cold] : passes) {
+      auto run =
+          co_await timePass(uring, *journal, file, kind, cold, c.dropCache, c.readChunkBytes);
+      if (!run) co_return fail(passName(kind), run.error());
+      runs.push_back(std::move(*run));
+    }
+  }
+  Json out;
+  out.text("mode", "prefix")
+      .count("journal_bytes", journal->endOffset())
+      .count("records", journal->endSequence())
+      .count("read_chunk_bytes", c.readChunkBytes)
+      .count("read_depth", c.readDepth)
+      .number("build_seconds", buildSeconds)
+      .number("build_mb_per_s",
+              buildSeconds > 0 ? double(journal->endOffset()) / buildSeconds / 1e6 : -1)
+      .number("open_seconds", openSeconds)
+      .object("sha256_in_process", shaProbe())
+      .array("runs", runs);
+  journal.reset();
+  if (c.remove) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::printf("%s\n", out.str().c_str());
+  co_return 0;
+}
+
+// "2GiB", "512MiB", "64k", "1000" → bytes; nullopt if malformed or over the bound.
+std::optional<std::uint64_t> parseBytes(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(used);
+  for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  double scale = 1;
+  if (unit == "" || unit == "b") {
+    scale = 1;
+  } else if (unit == "k" || unit == "kib") {
+    scale = 1024.0;
+  } else if (unit == "m" || unit == "mib") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "g" || unit == "gib") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "kb") {
+    scale = 1e3;
+  } else if (unit == "mb") {
+    scale = 1e6;
+  } else if (unit == "gb") {
+    scale = 1e9;
+  } else {
+    return std::nullopt;
+  }
+  const double bytes = value * scale;
+  if (!(bytes >= 0) || bytes > double(kMaxCreateBytes)) return std::nullopt;
+  return static_cast<std::uint64_t>(bytes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cairn journal benchmarks (JSON on stdout; see docs/performance.md)"};
+  app.require_subcommand(1);
+
+  AppendConfig append;
+  auto* appendCmd = app.add_subcommand("append", "group-commit append throughput and latency");
+  appendCmd->add_option("--dir", append.dir, "directory on the disk under test")->required();
+  appendCmd->add_option("--value-size", append.valueSize, "payload bytes per record")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{limits::kMaxPayloadBytes}));
+  appendCmd->add_option("--appenders", append.appenders, "concurrent coroutine appenders")
+      ->check(CLI::Range(1u, kMaxAppenders));
+  appendCmd->add_option("--seconds", append.seconds, "run length")
+      ->check(CLI::Range(0.01, kMaxSeconds));
+  appendCmd->add_option("--records", append.records, "stop after this many records instead");
+  appendCmd->add_option("--max-batch-bytes", append.maxBatchBytes, "JournalOptions::maxBatchBytes")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
+  appendCmd->add_flag("--keep", append.keep, "keep the journal directory");
+
+  PrefixConfig prefix;
+  std::string createBytes = "2GiB";
+  auto* prefixCmd = app.add_subcommand("prefix", "prefix read + SHA-256 throughput");
+  prefixCmd->add_option("--dir", prefix.dir, "directory on the disk under test")->required();
+  prefixCmd->add_option("--create-bytes", createBytes, "journal size to build (e.g. 2GiB)");
+  prefixCmd->add_option("--read-chunk", prefix.readChunkBytes, "JournalOptions::readChunkBytes")
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{256} << 20));
+  prefixCmd->add_option("--read-depth", prefix.readDepth, "JournalOptions::readDepth")
+      ->check(CLI::Range(1u, 64u));
+  prefixCmd->add_option("--repeats", prefix.repeats, "cold+warm pairs")
+      ->check(CLI::Range(1u, kMaxPrefixRepeats));
+  prefixCmd->add_flag(
+      "--no-drop-cache", [&](std::int64_t) { prefix.dropCache = false; },
+      "do not evict the page cache before the cold run");
+  prefixCmd->add_flag(
+      "--no-experiments", [&](std::int64_t) { prefix.experiments = false; },
+      "only the product's prefix(), cold and warm");
+  prefixCmd->add_flag("--remove", prefix.remove, "remove the journal afterwards");
+
+  SyncConfig syncs;
+  auto* syncsCmd = app.add_subcommand(
+      "syncs", "one durable write at a time: blocking syscalls vs io_uring, alternating");
+  syncsCmd->add_option("--dir", syncs.dir, "directory on the disk under test")->required();
+  syncsCmd->add_option("--bytes", syncs.bytes, "bytes per write")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{16} << 20));
+  syncsCmd->add_option("--seconds", syncs.seconds, "run length (both methods together)")
+      ->check(CLI::Range(0.5, kMaxSeconds));
+  syncsCmd->add_option("--prealloc", syncs.prealloc, "none, keep (fallocate) or written")
+      ->check(CLI::IsMember({"none", "keep", "written"}));
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*appendCmd) return runOnLoop([&](io::Uring& u) { return runAppend(u, append); });
+  if (*syncsCmd) return runOnLoop([&](io::Uring& u) { return runSyncs(u, syncs); });
+  auto bytes = parseBytes(createBytes);
+  if (!bytes) {
+    std::fprintf(stderr, "journal_bench: --create-bytes: cannot parse %s\n", createBytes.c_str());
+    return 2;
+  }
+  prefix.createBytes = *bytes;
+  return runOnLoop([&](io::Uring& u) { return runPrefix(u, prefix); });
+}

@@ -1,0 +1,297 @@
+// Checkpoint building and graph verification on the directory store.
+#include <catch2/catch.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/checkpoint.hpp"
+#include "engine/format/keys.hpp"
+#include "engine/journal.hpp"
+#include "engine/store/directory_store.hpp"
+#include "engine/verifier.hpp"
+#include "io/uring.hpp"
+#include "tests/io/io_test_support.hpp"
+
+using namespace cairn;
+namespace asio = boost::asio;
+using io::test::runToCompletion;
+
+namespace {
+
+// Forwards to a store and counts the requests that reach it.
+class CountingStore final : public ObjectStore {
+ public:
+  explicit CountingStore(ObjectStore& inner) : inner_(inner) {}
+  int requests = 0;
+  asio::awaitable<StoreResult<StoredObject>> get(std::string k, std::uint64_t max) override {
+    ++requests;
+    co_return co_await inner_.get(k, max);
+  }
+  asio::awaitable<StoreResult<ObjectInfo>> head(std::string k) override {
+    ++requests;
+    co_return co_await inner_.head(k);
+  }
+  asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string k, ByteView b) override {
+    ++requests;
+    co_return co_await inner_.putIfAbsent(k, b);
+  }
+  asio::awaitable<StoreResult<std::string>> putIfMatch(std::string k, ByteView b,
+                                                       std::string e) override {
+    ++requests;
+    co_return co_await inner_.putIfMatch(k, b, e);
+  }
+  asio::awaitable<StoreResult<void>> remove(std::string k) override {
+    ++requests;
+    co_return co_await inner_.remove(k);
+  }
+  asio::awaitable<StoreResult<ListPage>> list(std::string p, std::string c, int m) override {
+    ++requests;
+    co_return co_await inner_.list(p, c, m);
+  }
+  std::string describe() const override { return inner_.describe(); }
+
+ private:
+  ObjectStore& inner_;
+};
+
+struct Fixture {
+  io::test::TempDir dir;
+  asio::io_context context{1};
+  io::Uring uring{context, 128};
+  std::unique_ptr<DirectoryStore> store =
+      std::move(*DirectoryStore::open(uring, dir.path() / "store"));
+  std::unique_ptr<Journal> journal;
+  EngineLimits limits;
+  Uuid ns = *Uuid::parse("0b1e7f5c-3a9d-4c2e-8f61-2d4b6a8c0e13");
+
+  explicit Fixture(int records = 4000, std::u16string id = u"db", std::string tag = "rec") {
+    journal = std::move(*runToCompletion(context, Journal::create(uring, dir.path() / "db", id)));
+    appendRecords(records, tag);
+  }
+  // Appends concurrently (group commit keeps this to a few syncs); sequences follow i.
+  void appendRecords(int n, const std::string& tag, int start = 0) {
+    int failures = 0;
+    std::vector<std::string> payloads(n);
+    for (int i = 0; i < n; ++i) {
+      payloads[i] = tag + std::to_string(start + i) + std::string((start + i) % 300, 'x');
+      asio::co_spawn(
+          context,
+          [&, i]() -> asio::awaitable<void> {
+            if (!co_await journal->append(asBytes(payloads[i]))) ++failures;
+          },
+          asio::detached);
+    }
+    context.restart();
+    context.run();
+    REQUIRE(failures == 0);
+  }
+  Res<InstalledCheckpoint> checkpoint(const std::optional<Manifest>& previous = std::nullopt,
+                                      std::uint64_t target = 64 << 10) {
+    OperationBudget budget;
+    CheckpointOptions opt;
+    opt.segmentTargetBytes = target;
+    return runToCompletion(context, installCheckpoint(*journal, *store, ns, previous,
+                                                      journal->endSequence(), limits, budget, opt));
+  }
+  Res<VerifiedGraph> verify(const InstalledCheckpoint& c, bool deep, Journal* j,
+                            ObjectStore* through = nullptr,
+                            BudgetTotals totals = kDefaultOperationBudget) {
+    OperationBudget budget(totals);
+    VerifyOptions opt;
+    opt.deep = deep;
+    return runToCompletion(context,
+                           verifyManifestGraph(through ? *through : *store, ns, c.manifestSha256,
+                                               c.manifestBytes.size(), j, limits, budget, opt));
+  }
+  std::filesystem::path objectPath(const std::string& key) { return dir.path() / "store" / key; }
+};
+
+}  // namespace
+
+TEST_CASE("checkpoint: segments tile the range and close at the target", "[checkpoint]") {
+  std::vector<std::uint64_t> ends{24};
+  for (int i = 0; i < 100; ++i) ends.push_back(ends.back() + 100);
+  auto segs = planSegments(ends, 0, 100, 1000);
+  REQUIRE(segs.size() == 10);
+  std::uint64_t next = 1;
+  for (const auto& s : segs) {
+    CHECK(s.firstSequence == next);
+    CHECK(s.journalEnd - s.journalStart == 1000);
+    CHECK(s.objectLength == 76 + 1000);
+    next += s.count;
+  }
+  auto tail = planSegments(ends, 95, 100, 1000);
+  REQUIRE(tail.size() == 1);
+  CHECK(tail[0].firstSequence == 96);
+  CHECK(tail[0].count == 5);
+  CHECK(planSegments(ends, 100, 100, 1000).empty());
+}
+
+TEST_CASE("checkpoint: a checkpoint of many records verifies, shallow and deep", "[checkpoint]") {
+  Fixture f;
+  auto c = f.checkpoint();
+  REQUIRE(c.ok());
+  CHECK(c->manifest.segments.size() > 5);
+  CHECK(c->segmentsWritten == c->manifest.segments.size());
+  CHECK(c->manifest.prefix.sequence == 4000);
+  auto shallow = f.verify(*c, false, nullptr);
+  REQUIRE(shallow.ok());
+  auto deep = f.verify(*c, true, f.journal.get());
+  REQUIRE(deep.ok());
+  CHECK(deep->objects == 1 + c->manifest.segments.size());
+
+  // Installing the same checkpoint again reuses every object (read back and compared).
+  auto again = f.checkpoint();
+  REQUIRE(again.ok());
+  CHECK(again->segmentsWritten == 0);
+  CHECK(again->segmentsReused == c->manifest.segments.size());
+  CHECK(again->manifestSha256 == c->manifestSha256);
+
+  // An incremental checkpoint keeps the previous segments and adds new ones.
+  f.appendRecords(500, "more");
+  auto next = f.checkpoint(c->manifest);
+  REQUIRE(next.ok());
+  CHECK(next->manifest.generation == 2);
+  CHECK(std::equal(c->manifest.segments.begin(), c->manifest.segments.end(),
+                   next->manifest.segments.begin()));
+  CHECK(next->segmentsWritten == next->manifest.segments.size() - c->manifest.segments.size());
+  CHECK(f.verify(*next, true, f.journal.get()).ok());
+  // The older checkpoint still verifies against the longer journal (its prefix is unchanged).
+  CHECK(f.verify(*c, true, f.journal.get()).ok());
+}
+
+TEST_CASE("checkpoint: every damaged object fails verification with the right error",
+          "[checkpoint]") {
+  Fixture f;
+  auto c = f.checkpoint();
+  REQUIRE(c.ok());
+  const auto& segs = c->manifest.segments;
+  std::string seg1 = keys::segment(f.ns, segs[1].objectSha256);
+  std::string seg2 = keys::segment(f.ns, segs[2].objectSha256);
+  std::string manifest = keys::manifest(f.ns, c->manifestSha256);
+  Errc expected = Errc::corrupt;
+  std::string expectedKey = seg1;
+  bool shallowCatches = false;
+
+  SECTION("a deleted segment") {
+    std::filesystem::remove(f.objectPath(seg1));
+    expected = Errc::missing;
+    shallowCatches = true;
+  }
+  SECTION("a truncated segment") {
+    std::filesystem::resize_file(f.objectPath(seg1), segs[1].objectLength - 1);
+    shallowCatches = true;
+  }
+  SECTION("a flipped byte in a segment body") {
+    Bytes b = io::test::readWholeFile(f.objectPath(seg1));
+    b[b.size() - 7] ^= 0x20;
+    io::test::writeWholeFile(f.objectPath(seg1), b);
+  }
+  SECTION("a flipped byte in a segment header") {
+    Bytes b = io::test::readWholeFile(f.objectPath(seg1));
+    b[50] ^= 0x01;
+    io::test::writeWholeFile(f.objectPath(seg1), b);
+  }
+  SECTION("two segments swapped") {
+    Bytes one = io::test::readWholeFile(f.objectPath(seg1));
+    Bytes two = io::test::readWholeFile(f.objectPath(seg2));
+    io::test::writeWholeFile(f.objectPath(seg1), two);
+    io::test::writeWholeFile(f.objectPath(seg2), one);
+    shallowCatches = one.size() != two.size();
+  }
+  SECTION("a deleted manifest") {
+    std::filesystem::remove(f.objectPath(manifest));
+    expected = Errc::missing;
+    expectedKey = manifest;
+    shallowCatches = true;
+  }
+  SECTION("a flipped byte in the manifest") {
+    Bytes b = io::test::readWholeFile(f.objectPath(manifest));
+    b[40] ^= 0x01;
+    io::test::writeWholeFile(f.objectPath(manifest), b);
+    expectedKey = manifest;
+    shallowCatches = true;
+  }
+  auto deep = f.verify(*c, true, f.journal.get());
+  REQUIRE_FALSE(deep.ok());
+  CHECK(deep.error().code == expected);
+  CHECK(deep.error().key == expectedKey);
+  auto shallow = f.verify(*c, false, nullptr);
+  CHECK(shallow.ok() == !shallowCatches);
+}
+
+TEST_CASE("checkpoint: a journal with another history fails only the journal comparison",
+          "[checkpoint]") {
+  Fixture a(300, u"db", "a");
+  auto c = a.checkpoint();
+  REQUIRE(c.ok());
+  // Same database id (same lineage), different first record: every pure check passes, the
+  // graph itself is intact, only the comparison with the actual journal can tell.
+  io::test::TempDir other;
+  auto b =
+      std::move(*runToCompletion(a.context, Journal::create(a.uring, other.path() / "db", u"db")));
+  std::swap(a.journal, b);
+  a.appendRecords(1, "b");  // "b0": a different first record, of the same length as "a0"
+  a.appendRecords(299, "a", 1);
+  std::swap(a.journal, b);
+  REQUIRE(b->lineage() == a.journal->lineage());
+  REQUIRE(b->offsetAfter(300) == a.journal->offsetAfter(300));
+  CHECK(a.verify(*c, true, nullptr).ok());
+  auto diverged = a.verify(*c, true, b.get());
+  REQUIRE_FALSE(diverged.ok());
+  CHECK(diverged.error().code == Errc::diverged);
+  // A journal shorter than the checkpoint is also a divergence.
+  io::test::TempDir third;
+  auto shorter =
+      std::move(*runToCompletion(a.context, Journal::create(a.uring, third.path() / "db", u"db")));
+  auto tooShort = a.verify(*c, true, shorter.get());
+  REQUIRE_FALSE(tooShort.ok());
+  CHECK(tooShort.error().code == Errc::diverged);
+}
+
+TEST_CASE("checkpoint: a budget smaller than the graph fails before the request is sent",
+          "[checkpoint]") {
+  Fixture f;
+  auto c = f.checkpoint();
+  REQUIRE(c.ok());
+  CountingStore counting(*f.store);
+  BudgetTotals small = kDefaultOperationBudget;
+  small.bytes = c->manifestBytes.size() + c->manifest.segments[0].objectLength;
+  auto r = f.verify(*c, true, f.journal.get(), &counting, small);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == Errc::budget);
+  CHECK(counting.requests == 1);  // the manifest only
+
+  BudgetTotals fewRequests = kDefaultOperationBudget;
+  fewRequests.requests = 2;
+  counting.requests = 0;
+  auto r2 = f.verify(*c, false, nullptr, &counting, fewRequests);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.error().code == Errc::budget);
+  CHECK(counting.requests == 1);
+
+  // A checkpoint whose budget is too small installs nothing beyond what it reserved.
+  OperationBudget tiny(BudgetTotals{1000, 1'000'000, 1'000'000});
+  CheckpointOptions opt;
+  auto installed =
+      runToCompletion(f.context, installCheckpoint(*f.journal, counting, f.ns, std::nullopt,
+                                                   f.journal->endSequence(), f.limits, tiny, opt));
+  REQUIRE_FALSE(installed.ok());
+  CHECK(installed.error().code == Errc::budget);
+}
+
+TEST_CASE("checkpoint: in-flight bytes stay within the engine limit", "[checkpoint]") {
+  Fixture f(6000);
+  f.limits.bytes = InFlightLimit(200 << 10);
+  auto c = f.checkpoint(std::nullopt, 32 << 10);
+  REQUIRE(c.ok());
+  CHECK(f.limits.bytes.peakInUse() <= 200 << 10);
+  CHECK(f.limits.bytes.inUse() == 0);
+  auto v = f.verify(*c, true, f.journal.get());
+  REQUIRE(v.ok());
+  CHECK(f.limits.bytes.peakInUse() <= 200 << 10);
+  CHECK(f.limits.bytes.inUse() == 0);
+}
