@@ -3,8 +3,9 @@
 //   append  K coroutine appenders on one io_context, each appending N-byte records in a loop;
 //           group commit (one pwrite + one fdatasync per batch) is what is measured.
 //   prefix  builds (once) a journal of a given size, then times prefix() over all of it —
-//           io_uring reads plus SHA-256 on the loop thread — with a cold and a warm page cache,
-//           and (unless --no-experiments) the reading alone and hashing on a second thread.
+//           io_uring reads on the loop, SHA-256 on the CPU pool (engine/cpu_pool) — with a cold
+//           and a warm page cache, and (unless --no-experiments) the reading alone and the
+//           previous prefix(): readRange() hashing each chunk on the loop thread itself.
 //   syncs   one durable write at a time, blocking pwrite + fdatasync against io_uring write +
 //           fdatasync, alternating: the cost of a sync by itself (a diagnostic).
 //
@@ -25,7 +26,6 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -33,10 +33,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -537,9 +535,9 @@ asio::awaitable<Res<void>> buildJournal(Journal& journal, std::uint64_t bytes) {
 
 // What one timed pass over the whole journal does.
 enum class PassKind {
-  prefix,      // Journal::prefix(): io_uring reads, SHA-256 on the loop thread (the product)
+  prefix,      // Journal::prefix(): io_uring reads, SHA-256 on the CPU pool (the product)
   readOnly,    // Journal::readRange() with an empty sink: the reading alone
-  hashThread,  // experiment: readRange() copies each chunk to a second thread that hashes
+  loopHash,    // readRange() hashing each chunk on the loop thread: prefix() before 2806cc7
 };
 
 const char* passName(PassKind k) {
@@ -548,79 +546,14 @@ const char* passName(PassKind k) {
       return "prefix";
     case PassKind::readOnly:
       return "read_only";
-    case PassKind::hashThread:
-      return "hash_thread_experiment";
+    case PassKind::loopHash:
+      return "hash_on_loop";
   }
   return "?";
 }
 
-// The experiment's second thread: hashes chunks handed over through a ring of
-// kHashQueueChunks buffers (allocated once), so reading on the loop thread and hashing on this
-// thread overlap. push() copies a chunk into a free buffer, blocking while none is free.
-class HashThread {
- public:
-  static constexpr std::size_t kHashQueueChunks = 4;
-
-  explicit HashThread(std::size_t chunkBytes) : thread_([this] { run(); }) {
-    for (auto& slot : slots_) slot.reserve(chunkBytes);
-  }
-  ~HashThread() {
-    if (thread_.joinable()) finish();
-  }
-  HashThread(const HashThread&) = delete;
-  HashThread& operator=(const HashThread&) = delete;
-
-  void push(ByteView chunk) {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return filled_ < kHashQueueChunks; });
-    Bytes& slot = slots_[(next_ + filled_) % kHashQueueChunks];
-    lock.unlock();  // only this thread writes a free slot
-    slot.assign(chunk.begin(), chunk.end());
-    lock.lock();
-    ++filled_;
-    changed_.notify_all();
-  }
-  Digest finish() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    changed_.notify_all();
-    thread_.join();
-    return digest_;
-  }
-
- private:
-  void run() {
-    Sha256 hash;
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      changed_.wait(lock, [&] { return filled_ > 0 || done_; });
-      if (filled_ == 0) break;
-      Bytes& slot = slots_[next_];
-      lock.unlock();  // the producer never touches a filled slot
-      hash.update(slot);
-      lock.lock();
-      next_ = (next_ + 1) % kHashQueueChunks;
-      --filled_;
-      changed_.notify_all();
-    }
-    digest_ = hash.finish();
-  }
-
-  std::array<Bytes, kHashQueueChunks> slots_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::size_t next_ = 0;    // the oldest filled slot
-  std::size_t filled_ = 0;  // filled slots, from next_ on
-  bool done_ = false;
-  Digest digest_{};
-  std::thread thread_;  // last: starts after the members it uses exist
-};
-
 asio::awaitable<Res<Json>> timePass(io::Uring& uring, Journal& journal, const fs::path& file,
-                                    PassKind kind, bool cold, bool dropCache,
-                                    std::size_t chunkBytes) {
+                                    PassKind kind, bool cold, bool dropCache) {
   std::string method = "not_requested";
   if (cold && dropCache) method = dropPageCache(file);
   const double resident = residentFraction(file);
@@ -637,13 +570,13 @@ asio::awaitable<Res<Json>> timePass(io::Uring& uring, Journal& journal, const fs
     auto r = co_await journal.readRange(0, length, [](ByteView) -> Res<void> { return {}; });
     if (!r) co_return Failure<Error>{r.error()};
   } else {
-    HashThread hasher(chunkBytes);
+    Sha256 hash;
     auto r = co_await journal.readRange(0, length, [&](ByteView chunk) -> Res<void> {
-      hasher.push(chunk);
+      hash.update(chunk);
       return {};
     });
-    digest = hasher.finish();
     if (!r) co_return Failure<Error>{r.error()};
+    digest = hash.finish();
   }
   const double wall = secondsBetween(start, Clock::now());
   const CpuTimes cpu = CpuTimes::now() - cpuBefore;
@@ -700,20 +633,20 @@ asio::awaitable<int> runPrefix(io::Uring& uring, const PrefixConfig& c) {
     buildSeconds = secondsBetween(start, Clock::now());
   }
 
-  // Each repeat: the product cold and warm, then the reading alone (cold), then the
-  // experiment that hashes on a second thread (cold), unless --no-experiments.
+  // Each repeat: the product cold and warm, then (unless --no-experiments) the reading alone
+  // (cold) and the previous prefix(), hashing on the loop thread (cold and warm).
   std::vector<std::pair<PassKind, bool>> passes = {{PassKind::prefix, true},
                                                    {PassKind::prefix, false}};
   if (c.experiments) {
     passes.push_back({PassKind::readOnly, true});
-    passes.push_back({PassKind::hashThread, true});
-    passes.push_back({PassKind::hashThread, false});
+    passes.push_back({PassKind::loopHash, true});
+    passes.push_back({PassKind::loopHash, false});
   }
   std::vector<Json> runs;
   for (unsigned i = 0; i < c.repeats; ++i) {
     for (auto [kind, cold] : passes) {
       auto run =
-          co_await timePass(uring, *journal, file, kind, cold, c.dropCache, c.readChunkBytes);
+          co_await timePass(uring, *journal, file, kind, cold, c.dropCache);
       if (!run) co_return fail(passName(kind), run.error());
       runs.push_back(std::move(*run));
     }

@@ -5,8 +5,9 @@
 #                  bandwidth at 1 MiB per fdatasync, and its sequential read rate
 #   cairn append   256 B and 4 KiB records, 1 / 16 / 256 concurrent appenders
 #   db_bench       RocksDB fillseq --sync=1 at the same value sizes and thread counts
-#   cairn prefix   read + SHA-256 of a 2 GiB journal (cold and warm page cache), the reading
-#                  alone, and an experiment that hashes on a second thread
+#   cairn prefix   read + SHA-256 of a 2 GiB journal (cold and warm page cache; hashing on the
+#                  CPU pool), the reading alone, and the previous prefix() that hashed on the
+#                  loop thread (cold and warm), for comparison
 #   openssl speed  SHA-256 on one core, the hashing ceiling of a prefix
 #
 # Prints a table of ratios and writes JSON to perf/results/journal-<time>.json.
@@ -14,8 +15,8 @@
 #
 # Usage: perf/run_journal.sh [--dir PARENT] [--quick] [--build BUILD_DIR] [--out FILE]
 #   --dir    parent directory on the disk to test (default /var/tmp; never tmpfs)
-#   --quick  one 2 s run per configuration and a 512 MiB prefix (about 1.5 minutes;
-#            the full run alternates cairn and db_bench 3 times, about 4 minutes)
+#   --quick  one 2 s run per configuration and a 512 MiB prefix (about 2 minutes;
+#            the full run alternates cairn and db_bench 3 times, about 3-4 minutes)
 #   --build  the CMake build directory holding perf/cairn_journal_bench (default build-perf)
 #   --out    the JSON file to write (default perf/results/journal-<UTC time>.json)
 set -euo pipefail
@@ -261,7 +262,7 @@ def pass_run(name, cache):
     return next((r for r in prefix["runs"] if r["pass"] == name and r["cache"] == cache), None)
 cold, warm = pass_run("prefix", "cold"), pass_run("prefix", "warm")
 read_only = pass_run("read_only", "cold")
-thread_cold, thread_warm = pass_run("hash_thread_experiment", "cold"), pass_run("hash_thread_experiment", "warm")
+loop_cold, loop_warm = pass_run("hash_on_loop", "cold"), pass_run("hash_on_loop", "warm")
 read_direct, read_buffered = fio("read-direct"), fio("read-buffered")
 m = re.search(r"\+F:\d+:sha256:([0-9.]+)", text("openssl.txt"))
 sha_mb = float(m.group(1)) / 1e6 if m else float("nan")   # per CPU second: one core's speed
@@ -287,6 +288,12 @@ prefix_summary = {
     "cpu_efficiency_cold": mb_per_cpu_s(cold) / sha_mb,
     "cpu_efficiency_warm": mb_per_cpu_s(warm) / sha_mb,
 }
+# The same file hashed by the previous prefix() (SHA-256 on the loop thread): the gain of the
+# CPU pool in this run, and a check that both paths produce the same digest.
+if loop_cold and loop_warm:
+    prefix_summary["pool_over_loop_cold"] = cold["mb_per_s"] / loop_cold["mb_per_s"]
+    prefix_summary["pool_over_loop_warm"] = warm["mb_per_s"] / loop_warm["mb_per_s"]
+    prefix_summary["digests_agree"] = len({r["sha256"] for r in prefix["runs"] if r["sha256"]}) == 1
 
 commands = text("commands.txt").splitlines()
 result = {"env": env, "commands": commands, "fio": fio_results, "append": appends, "prefix": prefix_summary}
@@ -329,8 +336,8 @@ print(f"prefix of {gib:.2f} GiB ({cold['cache_drop']} before each cold pass; res
 line("cairn prefix, cold", cold)
 line("cairn prefix, warm", warm)
 line("cairn readRange only, cold", read_only)
-line("experiment: hash on 2nd thread, cold", thread_cold)
-line("experiment: hash on 2nd thread, warm", thread_warm)
+line("previous prefix (loop hash), cold", loop_cold)
+line("previous prefix (loop hash), warm", loop_warm)
 print(f"  {'fio read O_DIRECT (1 MiB, QD4)':<34} {read_direct['mb_per_s']:>7.0f} MB/s")
 print(f"  {'fio read buffered, cold':<34} {read_buffered['mb_per_s']:>7.0f} MB/s")
 print(f"  {'openssl speed sha256 (CPU time)':<34} {sha_mb:>7.0f} MB/s")
@@ -340,5 +347,9 @@ print(f"  ratio warm: cairn / sha256 = {prefix_summary['ratio_warm_over_sha256']
       f"against the contended in-process sha256: cold {prefix_summary['ratio_cold_vs_contended_sha256']:.0%}")
 print(f"  CPU efficiency (bytes per CPU s vs openssl): cold {prefix_summary['cpu_efficiency_cold']:.0%}, "
       f"warm {prefix_summary['cpu_efficiency_warm']:.0%}")
+if "pool_over_loop_cold" in prefix_summary:
+    print(f"  CPU pool / loop-thread hashing: cold {prefix_summary['pool_over_loop_cold']:.2f}x, "
+          f"warm {prefix_summary['pool_over_loop_warm']:.2f}x; digests "
+          f"{'agree' if prefix_summary['digests_agree'] else 'DIFFER'}")
 print(f"\nJSON: {out}")
 PY

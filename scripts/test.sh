@@ -11,6 +11,15 @@ bash scripts/install-deps.sh
 step() { printf '\n==== %s ====\n' "$*"; }
 jobs=${CAIRN_JOBS:-$(nproc)}
 
+# The S3 integration tests run against a real server: Ceph RGW on loopback, started here and
+# stopped on exit (they fail, never skip, without it).
+step "start the S3 server (Ceph RGW)"
+shared=${CAIRN_SHARED_DIR:-$root/../shared}
+eval "$(bash "$shared/s3/start-rgw.sh")"
+export S3_ENDPOINT S3_ACCESS_KEY S3_SECRET_KEY S3_REGION S3_BUCKET
+export CAIRN_REQUIRE_S3=1
+trap 'bash "$shared/s3/stop-rgw.sh" --purge >/dev/null 2>&1 || true' EXIT
+
 step "clang-format"
 mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find base io net engine tests perf -name '*.[ch]pp')
 clang-format --dry-run -Werror "${sources[@]}"

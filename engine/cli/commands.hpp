@@ -20,5 +20,6 @@ int report(const Error& e);
 void addHeadCommands(CLI::App& app, int& exitCode);
 void addJournalCommands(CLI::App& app, int& exitCode);
 void addStoreCommands(CLI::App& app, int& exitCode);
+void addCheckpointCommands(CLI::App& app, int& exitCode);
 
 }  // namespace cairn::cli

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   int exitCode = 0;
   cairn::cli::addHeadCommands(app, exitCode);
   cairn::cli::addJournalCommands(app, exitCode);
+  cairn::cli::addStoreCommands(app, exitCode);
+  cairn::cli::addCheckpointCommands(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

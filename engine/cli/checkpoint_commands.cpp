@@ -1,0 +1,234 @@
+// cairn checkpoint-objects DIR --store URL --namespace N   (a step, for testing)
+// cairn verify DIR --store URL --namespace N [--manifest SHA --manifest-length L] [--deep]
+#include <unistd.h>
+
+#include <boost/asio/this_coro.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "engine/checkpoint.hpp"
+#include "engine/cli/commands.hpp"
+#include "engine/cli/json.hpp"
+#include "engine/cli/run.hpp"
+#include "engine/format/keys.hpp"
+#include "engine/journal.hpp"
+#include "engine/store/open_store.hpp"
+#include "engine/verifier.hpp"
+#include "io/uring.hpp"
+
+namespace cairn::cli {
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+struct GraphOptions {
+  std::string dir;
+  std::string store;
+  std::string ns;
+  std::string manifest;
+  std::uint64_t manifestLength = 0;
+  std::uint64_t segmentMib = 32;
+  std::uint64_t budgetBytes = kDefaultOperationBudget.bytes;
+  std::uint64_t budgetRequests = kDefaultOperationBudget.requests;
+  std::uint64_t inflightMib = 256;
+  std::uint64_t inflightRequests = 16;
+  bool deep = false;
+  bool json = false;
+};
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// One line, rewritten in place, on a terminal only.
+void printProgress(const VerifyProgress& p, Clock::time_point start) {
+  if (!::isatty(STDERR_FILENO)) return;
+  double s = std::max(secondsSince(start), 1e-3);
+  double mib = static_cast<double>(p.bytesDone) / (1 << 20);
+  double rate = mib / s;
+  double left = p.bytesTotal > p.bytesDone && rate > 0
+                    ? static_cast<double>(p.bytesTotal - p.bytesDone) / (1 << 20) / rate
+                    : 0;
+  std::fprintf(stderr, "\r%llu/%llu objects  %.1f MiB  %.1f MiB/s  ETA %.0f s   ",
+               static_cast<unsigned long long>(p.objectsDone),
+               static_cast<unsigned long long>(p.objectsTotal), mib, rate, left);
+  if (p.objectsDone == p.objectsTotal) std::fprintf(stderr, "\n");
+}
+
+struct Opened {
+  std::unique_ptr<Journal> journal;
+  std::unique_ptr<ObjectStore> store;
+  Uuid ns;
+};
+
+asio::awaitable<Res<Opened>> openAll(io::Uring& uring, const GraphOptions& opt) {
+  Opened o;
+  auto ns = Uuid::parse(opt.ns);
+  if (!ns || ns->isNil()) co_return err(Errc::usage, "--namespace is not a canonical UUID");
+  o.ns = *ns;
+  auto store = openStore(uring, co_await asio::this_coro::executor, opt.store);
+  if (!store) co_return err(Errc::usage, store.error());
+  o.store = std::move(*store);
+  auto journal = co_await Journal::open(uring, opt.dir);
+  if (!journal) co_return Failure<Error>{journal.error()};
+  o.journal = std::move(*journal);
+  co_return o;
+}
+
+asio::awaitable<int> runCheckpointObjects(io::Uring& uring, const GraphOptions& opt) {
+  auto start = Clock::now();
+  auto o = co_await openAll(uring, opt);
+  if (!o) co_return report(o.error());
+  EngineLimits limits;
+  limits.bytes = InFlightLimit(opt.inflightMib << 20);
+  limits.requests = InFlightLimit(opt.inflightRequests);
+  OperationBudget budget(
+      BudgetTotals{opt.budgetBytes, kDefaultOperationBudget.records, opt.budgetRequests});
+  CheckpointOptions copt;
+  copt.segmentTargetBytes = opt.segmentMib << 20;
+  auto c = co_await installCheckpoint(*o->journal, *o->store, o->ns, std::nullopt,
+                                      o->journal->endSequence(), limits, budget, copt);
+  if (!c) co_return report(c.error());
+  double s = secondsSince(start);
+  if (opt.json) {
+    std::cout << JsonObject{}
+                     .add("manifest_sha256", toHex(c->manifestSha256))
+                     .add("manifest_length", std::uint64_t{c->manifestBytes.size()})
+                     .add("manifest_key", keys::manifest(o->ns, c->manifestSha256))
+                     .add("prefix_sequence", c->manifest.prefix.sequence)
+                     .add("prefix_length", c->manifest.prefix.length)
+                     .add("segments", std::uint64_t{c->manifest.segments.size()})
+                     .add("segments_written", c->segmentsWritten)
+                     .add("segments_reused", c->segmentsReused)
+                     .add("bytes_uploaded", c->bytesUploaded)
+                     .add("seconds", s)
+                     .str()
+              << "\n";
+  } else {
+    std::cout << "manifest " << toHex(c->manifestSha256) << " (" << c->manifestBytes.size()
+              << " bytes), " << c->manifest.segments.size() << " segments (" << c->segmentsWritten
+              << " written, " << c->segmentsReused << " reused), prefix "
+              << c->manifest.prefix.sequence << " in " << s << " s\n";
+  }
+  co_return 0;
+}
+
+asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
+  auto start = Clock::now();
+  auto fail = [&](const Error& e) {
+    if (opt.json) {
+      std::cout << JsonObject{}
+                       .add("ok", false)
+                       .add("error", errcName(e.code))
+                       .add("key", e.key)
+                       .add("reason", e.message)
+                       .add("seconds", secondsSince(start))
+                       .str()
+                << "\n";
+      return e.code == Errc::usage ? kExitUsage : kExitFailed;
+    }
+    return report(e);
+  };
+  auto o = co_await openAll(uring, opt);
+  if (!o) co_return fail(o.error());
+  EngineLimits limits;
+  limits.bytes = InFlightLimit(opt.inflightMib << 20);
+  limits.requests = InFlightLimit(opt.inflightRequests);
+  OperationBudget budget(
+      BudgetTotals{opt.budgetBytes, kDefaultOperationBudget.records, opt.budgetRequests});
+  VerifyOptions vopt;
+  vopt.deep = opt.deep;
+  auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
+  Res<VerifiedGraph> graph = err(Errc::usage, "nothing verified");
+  if (!opt.manifest.empty()) {
+    auto sha = fromHex(opt.manifest);
+    if (!sha || sha->size() != 32)
+      co_return fail(Error{Errc::usage, "--manifest is not a SHA-256"});
+    Digest d{};
+    std::copy(sha->begin(), sha->end(), d.begin());
+    graph = co_await verifyManifestGraph(*o->store, o->ns, d, opt.manifestLength, o->journal.get(),
+                                         limits, budget, vopt, progress);
+  } else {
+    std::string key = keys::currentHead(o->ns);
+    auto image = co_await o->store->get(key, limits::kHeadBytes);
+    if (!image) {
+      co_return fail(
+          Error{image.error().status == StoreStatus::missing ? Errc::missing : Errc::store,
+                key + ": " + image.error().message, key});
+    }
+    auto head = decodeHead(image->bytes);
+    if (!head) co_return fail(Error{head.error().code, head.error().message, key});
+    if (head->fields().ns != o->ns || head->fields().lineage != o->journal->lineage()) {
+      co_return fail(
+          Error{Errc::binding, "the head's namespace or lineage is not this journal's", key});
+    }
+    graph = co_await verifyHeadGraph(*o->store, *head, o->journal.get(), limits, budget, vopt,
+                                     progress);
+  }
+  if (!graph) co_return fail(graph.error());
+  double s = secondsSince(start);
+  if (opt.json) {
+    std::cout << JsonObject{}
+                     .add("ok", true)
+                     .add("deep", opt.deep)
+                     .add("objects", graph->objects)
+                     .add("bytes", graph->bytes)
+                     .add("prefix_sequence", graph->manifest.prefix.sequence)
+                     .add("seconds", s)
+                     .str()
+              << "\n";
+  } else {
+    std::cout << "ok: " << graph->objects << " objects, " << graph->bytes << " bytes"
+              << (opt.deep ? ", every byte checked and equal to the journal" : "") << " in " << s
+              << " s\n";
+  }
+  co_return 0;
+}
+
+void addCommon(CLI::App* cmd, GraphOptions& o) {
+  cmd->add_option("DIR", o.dir, "database directory")->required();
+  cmd->add_option("--store", o.store, "store URL")->required();
+  cmd->add_option("--namespace", o.ns, "namespace UUID")->required();
+  cmd->add_option("--budget-bytes", o.budgetBytes, "operation byte budget");
+  cmd->add_option("--budget-requests", o.budgetRequests, "operation request budget");
+  cmd->add_option("--inflight-mib", o.inflightMib, "MiB held by reads and requests in flight");
+  cmd->add_option("--inflight-requests", o.inflightRequests, "store requests in flight");
+  cmd->add_flag("--json", o.json, "print one JSON object");
+}
+
+}  // namespace
+
+void addCheckpointCommands(CLI::App& app, int& exitCode) {
+  {
+    auto opt = std::make_shared<GraphOptions>();
+    CLI::App* cmd =
+        app.add_subcommand("checkpoint-objects",
+                           "install the journal's segments and manifest (a testing step; "
+                           "publishes no head)");
+    addCommon(cmd, *opt);
+    cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB");
+    cmd->callback([&exitCode, opt] {
+      exitCode = runAsync([opt](io::Uring& u) { return runCheckpointObjects(u, *opt); });
+    });
+  }
+  {
+    auto opt = std::make_shared<GraphOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "verify", "verify the current head's graph (or --manifest) against the journal");
+    addCommon(cmd, *opt);
+    cmd->add_option("--manifest", opt->manifest,
+                    "verify this manifest (SHA-256 hex) instead of the head");
+    cmd->add_option("--manifest-length", opt->manifestLength, "its length in bytes");
+    cmd->add_flag("--deep", opt->deep,
+                  "check every segment byte and compare the prefix with the journal");
+    cmd->callback([&exitCode, opt] {
+      exitCode = runAsync([opt](io::Uring& u) { return runVerify(u, *opt); });
+    });
+  }
+}
+
+}  // namespace cairn::cli

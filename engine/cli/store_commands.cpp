@@ -1,0 +1,204 @@
+// cairn store put|get|ls|rm|probe: object-store operations for operators.
+#include <unistd.h>
+
+#include <boost/asio/this_coro.hpp>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "engine/cli/commands.hpp"
+#include "engine/cli/json.hpp"
+#include "engine/cli/run.hpp"
+#include "engine/store/directory_store.hpp"
+#include "engine/store/open_store.hpp"
+#include "engine/store/s3_store.hpp"
+#include "io/uring.hpp"
+
+namespace cairn::cli {
+namespace {
+
+namespace asio = boost::asio;
+
+// The largest object `store put` reads from stdin and `store get` accepts by default.
+constexpr std::uint64_t kMaxCliObjectBytes = std::uint64_t{1} << 30;
+
+struct StoreOptions {
+  std::string url;
+  std::string key;
+  std::string prefix;
+  std::string ifMatch;
+  std::uint64_t maxBytes = kMaxCliObjectBytes;
+  bool json = false;
+};
+
+int storeFailure(const std::string& what, const StoreOutcome& o) {
+  std::string detail = std::string(storeStatusName(o.status));
+  if (o.http != 0)
+    detail += " (HTTP " + std::to_string(o.http) + (o.code.empty() ? "" : " " + o.code) + ")";
+  Errc code = o.status == StoreStatus::missing     ? Errc::missing
+              : o.status == StoreStatus::uncertain ? Errc::uncertain
+                                                   : Errc::store;
+  return report(Error{code, what + ": " + detail + ": " + o.message});
+}
+
+asio::awaitable<Res<std::unique_ptr<ObjectStore>>> open(io::Uring& uring, const std::string& url) {
+  auto store = openStore(uring, co_await asio::this_coro::executor, url);
+  if (!store) co_return err(Errc::usage, store.error());
+  co_return std::move(*store);
+}
+
+asio::awaitable<int> runPut(io::Uring& uring, const StoreOptions& opt) {
+  auto store = co_await open(uring, opt.url);
+  if (!store) co_return report(store.error());
+  Bytes body;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0) co_return report(Error{Errc::io, "cannot read standard input"});
+    if (n == 0) break;
+    if (body.size() + static_cast<std::size_t>(n) > kMaxCliObjectBytes) {
+      co_return report(Error{Errc::usage, "object on standard input exceeds 1 GiB"});
+    }
+    body.insert(body.end(), buf, buf + n);
+  }
+  auto put = opt.ifMatch.empty() ? co_await (*store)->putIfAbsent(opt.key, body)
+                                 : co_await (*store)->putIfMatch(opt.key, body, opt.ifMatch);
+  if (!put) co_return storeFailure("put " + opt.key, put.error());
+  if (opt.json) {
+    std::cout << JsonObject{}
+                     .add("key", opt.key)
+                     .add("etag", *put)
+                     .add("bytes", std::uint64_t{body.size()})
+                     .str()
+              << "\n";
+  } else {
+    std::cout << *put << "\n";
+  }
+  co_return 0;
+}
+
+asio::awaitable<int> runGet(io::Uring& uring, const StoreOptions& opt) {
+  auto store = co_await open(uring, opt.url);
+  if (!store) co_return report(store.error());
+  auto got = co_await (*store)->get(opt.key, opt.maxBytes);
+  if (!got) co_return storeFailure("get " + opt.key, got.error());
+  std::cout.write(reinterpret_cast<const char*>(got->bytes.data()),
+                  static_cast<std::streamsize>(got->bytes.size()));
+  std::cout.flush();
+  std::cerr << "etag " << got->etag << "\n";
+  co_return std::cout ? 0 : kExitFailed;
+}
+
+asio::awaitable<int> runList(io::Uring& uring, const StoreOptions& opt) {
+  auto store = co_await open(uring, opt.url);
+  if (!store) co_return report(store.error());
+  std::string continuation;
+  std::string jsonItems;
+  std::uint64_t count = 0;
+  // Bounded: at most this many pages (each up to 1,000 keys) per listing.
+  constexpr int kMaxPages = 100'000;
+  for (int page = 0; page < kMaxPages; ++page) {
+    auto listed = co_await (*store)->list(opt.prefix, continuation, kMaxListPage);
+    if (!listed) co_return storeFailure("list " + opt.prefix, listed.error());
+    for (const auto& o : listed->objects) {
+      ++count;
+      if (opt.json) {
+        if (!jsonItems.empty()) jsonItems += ',';
+        jsonItems += JsonObject{}.add("key", o.key).add("size", o.size).str();
+      } else {
+        std::cout << o.size << "\t" << o.key << "\n";
+      }
+    }
+    continuation = listed->continuation;
+    if (continuation.empty()) break;
+  }
+  if (!continuation.empty()) co_return report(Error{Errc::store, "listing did not end"});
+  if (opt.json) {
+    std::cout << JsonObject{}.add("count", count).addRaw("objects", "[" + jsonItems + "]").str()
+              << "\n";
+  }
+  co_return 0;
+}
+
+asio::awaitable<int> runRemove(io::Uring& uring, const StoreOptions& opt) {
+  auto store = co_await open(uring, opt.url);
+  if (!store) co_return report(store.error());
+  auto removed = co_await (*store)->remove(opt.key);
+  if (!removed) co_return storeFailure("delete " + opt.key, removed.error());
+  if (opt.json) std::cout << JsonObject{}.add("key", opt.key).add("deleted", true).str() << "\n";
+  co_return 0;
+}
+
+asio::awaitable<int> runProbe(io::Uring& uring, const StoreOptions& opt) {
+  auto store = co_await open(uring, opt.url);
+  if (!store) co_return report(store.error());
+  auto* s3 = dynamic_cast<S3Store*>(store->get());
+  if (s3 == nullptr) {
+    // The directory store enforces conditions by construction (link(2) and a locked
+    // compare-and-swap); there is no dialect to pick.
+    if (opt.json) {
+      std::cout << JsonObject{}.add("enforced", true).add("dialect", "directory").str() << "\n";
+    } else {
+      std::cout << "directory store: create-if-absent and compare-and-swap are enforced\n";
+    }
+    co_return 0;
+  }
+  net::ProbeReport report = co_await s3->probe();
+  if (opt.json) {
+    std::string checks;
+    for (const auto& c : report.checks) {
+      if (!checks.empty()) checks += ',';
+      checks +=
+          JsonObject{}.add("name", c.name).add("passed", c.passed).add("detail", c.detail).str();
+    }
+    JsonObject out;
+    out.add("enforced", report.enforced);
+    if (report.dialect) {
+      out.add("dialect", net::dialectName(*report.dialect));
+    } else {
+      out.addNull("dialect");
+    }
+    out.add("cleaned_up", report.cleanedUp).addRaw("checks", "[" + checks + "]");
+    std::cout << out.str() << "\n";
+  } else {
+    std::cout << report.summary();
+    std::cout << (report.enforced
+                      ? "conditional writes are enforced"
+                      : "conditional writes are NOT enforced: cairn will not publish to this store")
+              << "\n";
+  }
+  co_return report.enforced ? 0 : kExitFailed;
+}
+
+}  // namespace
+
+void addStoreCommands(CLI::App& app, int& exitCode) {
+  CLI::App* store = app.add_subcommand("store", "object-store operations for operators");
+  store->require_subcommand(1);
+  auto add = [&](const char* name, const char* help, bool key,
+                 asio::awaitable<int> (*fn)(io::Uring&, const StoreOptions&)) {
+    auto opt = std::make_shared<StoreOptions>();
+    CLI::App* cmd = store->add_subcommand(name, help);
+    cmd->add_option("URL", opt->url,
+                    "store URL: a directory, file:///dir, or s3://bucket[/root]?endpoint=...")
+        ->required();
+    if (key) cmd->add_option("KEY", opt->key, "object key")->required();
+    cmd->add_flag("--json", opt->json, "print JSON");
+    cmd->callback([&exitCode, opt, fn] {
+      exitCode = runAsync([opt, fn](io::Uring& u) { return fn(u, *opt); });
+    });
+    return std::make_pair(cmd, opt);
+  };
+  auto [put, putOpt] =
+      add("put", "store standard input as KEY (create-if-absent, or --if-match)", true, runPut);
+  put->add_option("--if-match", putOpt->ifMatch, "replace only if the current ETag is this one");
+  auto [get, getOpt] = add("get", "write the object KEY to standard output", true, runGet);
+  get->add_option("--max-bytes", getOpt->maxBytes, "refuse larger objects (default 1 GiB)");
+  auto [ls, lsOpt] = add("ls", "list keys (optionally below a prefix)", false, runList);
+  ls->add_option("PREFIX", lsOpt->prefix, "key prefix");
+  add("rm", "delete KEY (deleting a missing key succeeds)", true, runRemove);
+  add("probe", "check that the store enforces conditional writes; pick the S3 dialect", false,
+      runProbe);
+}
+
+}  // namespace cairn::cli

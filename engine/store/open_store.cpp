@@ -1,0 +1,30 @@
+#include "engine/store/open_store.hpp"
+
+#include "engine/store/directory_store.hpp"
+#include "engine/store/s3_store.hpp"
+#include "io/uring.hpp"
+
+namespace cairn {
+
+Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
+                                                            boost::asio::any_io_executor executor,
+                                                            const StoreUrl& url) {
+  if (url.kind == StoreUrl::Kind::directory) {
+    auto d = DirectoryStore::open(uring, url.directory);
+    if (!d) return Failure<std::string>{d.error()};
+    return std::unique_ptr<ObjectStore>(std::move(*d));
+  }
+  auto s = S3Store::open(executor, url);
+  if (!s) return Failure<std::string>{s.error()};
+  return std::unique_ptr<ObjectStore>(std::move(*s));
+}
+
+Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
+                                                            boost::asio::any_io_executor executor,
+                                                            std::string_view text) {
+  auto url = parseStoreUrl(text);
+  if (!url) return Failure<std::string>{url.error()};
+  return openStore(uring, executor, *url);
+}
+
+}  // namespace cairn

@@ -1,0 +1,159 @@
+#include "engine/store/s3_store.hpp"
+
+#include <cstdlib>
+
+#include "engine/async.hpp"
+#include "net/s3_client.hpp"
+
+namespace cairn {
+
+namespace asio = boost::asio;
+
+namespace {
+
+StoreStatus mapStatus(net::S3Status s) {
+  switch (s) {
+    case net::S3Status::ok:
+      return StoreStatus::ok;
+    case net::S3Status::missing:
+      return StoreStatus::missing;
+    case net::S3Status::preconditionFailed:
+      return StoreStatus::preconditionFailed;
+    case net::S3Status::conflict:
+      return StoreStatus::conflict;
+    case net::S3Status::uncertain:
+      return StoreStatus::uncertain;
+    case net::S3Status::failure:
+      return StoreStatus::failure;
+  }
+  return StoreStatus::failure;
+}
+
+Failure<StoreOutcome> outcomeOf(const net::S3Outcome& o) {
+  return {StoreOutcome{mapStatus(o.status), o.message, o.http, o.code}};
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+struct S3Store::Impl {
+  asio::any_io_executor executor;
+  net::S3Config config;
+  bool autoDialect = false;
+  std::unique_ptr<net::S3Client> client;
+  std::optional<net::ProbeReport> probed;
+  AsyncMutex probing;  // one probe at a time; the others wait for its report
+  // Clients replaced after a probe stay alive: operations may still be running on them.
+  std::vector<std::unique_ptr<net::S3Client>> retired;
+  std::string description;
+};
+
+S3Store::S3Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+S3Store::~S3Store() = default;
+
+Result<std::unique_ptr<S3Store>, std::string> S3Store::open(asio::any_io_executor executor,
+                                                            const StoreUrl& url) {
+  auto impl = std::make_unique<Impl>();
+  impl->executor = executor;
+  net::S3Config& c = impl->config;
+  c.endpoint = url.endpoint;
+  c.region = url.region;
+  c.bucket = url.bucket;
+  c.rootPrefix = url.root.empty() ? "" : url.root + "/";
+  c.addressing = url.virtualHost ? net::S3Addressing::virtualHost : net::S3Addressing::path;
+  c.caFile = url.caFile;
+  c.accessKey = env("AWS_ACCESS_KEY_ID");
+  c.secretKey = env("AWS_SECRET_ACCESS_KEY");
+  c.sessionToken = env("AWS_SESSION_TOKEN");
+  if (c.accessKey.empty() || c.secretKey.empty()) {
+    return Failure<std::string>{
+        "S3 credentials missing: set AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY"};
+  }
+  impl->autoDialect = url.dialect == "auto";
+  c.dialect = url.dialect == "rgw" ? net::S3Dialect::rgw : net::S3Dialect::aws;
+  auto client = net::S3Client::create(executor, c);
+  if (!client) return Failure<std::string>{client.error()};
+  impl->client = std::move(*client);
+  impl->description = url.text;
+  return std::unique_ptr<S3Store>(new S3Store(std::move(impl)));
+}
+
+std::string S3Store::describe() const { return impl_->description; }
+
+asio::awaitable<net::ProbeReport> S3Store::probe() {
+  if (impl_->probed) co_return *impl_->probed;
+  auto guard = co_await impl_->probing.lock();
+  if (impl_->probed) co_return *impl_->probed;
+  net::ProbeReport report = co_await net::probeConditions(*impl_->client, ".cairn-probe/");
+  if (report.dialect && *report.dialect != impl_->config.dialect) {
+    impl_->config.dialect = *report.dialect;
+    auto client = net::S3Client::create(impl_->executor, impl_->config);
+    if (client) {
+      impl_->retired.push_back(std::move(impl_->client));
+      impl_->client = std::move(*client);
+    }
+  }
+  impl_->autoDialect = false;
+  impl_->probed = report;
+  co_return report;
+}
+
+asio::awaitable<StoreResult<StoredObject>> S3Store::get(std::string key, std::uint64_t maxBytes) {
+  if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
+  auto r = co_await impl_->client->get(key, static_cast<std::size_t>(maxBytes));
+  if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
+  co_return StoredObject{std::move(r.body), std::move(r.etag)};
+}
+
+asio::awaitable<StoreResult<ObjectInfo>> S3Store::head(std::string key) {
+  if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
+  auto r = co_await impl_->client->head(key);
+  if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
+  co_return ObjectInfo{key, r.size, std::move(r.etag), 0};
+}
+
+asio::awaitable<StoreResult<std::string>> S3Store::putIfAbsent(std::string key, ByteView bytes) {
+  if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
+  auto r = co_await impl_->client->put(key, bytes, net::PutCondition::ifNoneMatch);
+  if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
+  co_return std::move(r.etag);
+}
+
+asio::awaitable<StoreResult<std::string>> S3Store::putIfMatch(std::string key, ByteView bytes,
+                                                              std::string etag) {
+  if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
+  if (impl_->autoDialect) {
+    auto report = co_await probe();
+    if (!report.enforced) {
+      co_return storeFail(StoreStatus::failure,
+                          "the store does not enforce conditional writes: " + report.summary());
+    }
+  }
+  auto r = co_await impl_->client->put(key, bytes, net::PutCondition::ifMatch, etag);
+  if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
+  co_return std::move(r.etag);
+}
+
+asio::awaitable<StoreResult<void>> S3Store::remove(std::string key) {
+  if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
+  auto r = co_await impl_->client->remove(key);
+  if (!r.ok()) co_return outcomeOf(r);
+  co_return StoreResult<void>{};
+}
+
+asio::awaitable<StoreResult<ListPage>> S3Store::list(std::string prefix, std::string continuation,
+                                                     int maxKeys) {
+  auto r = co_await impl_->client->list(prefix, continuation, std::clamp(maxKeys, 1, kMaxListPage));
+  if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
+  ListPage page;
+  for (auto& e : r.entries) page.objects.push_back(ObjectInfo{e.key, e.size, e.etag, 0});
+  page.continuation = std::move(r.continuation);
+  co_return page;
+}
+
+}  // namespace cairn

@@ -1,0 +1,49 @@
+// The S3 backend of ObjectStore, over net::S3Client. Provider differences live in the
+// client's dialect; with dialect=auto the first compare-and-swap (or probe()) runs the
+// conditional-write probe once and picks the dialect the store honours.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <memory>
+#include <optional>
+
+#include "engine/store/object_store.hpp"
+#include "engine/store/store_url.hpp"
+#include "net/s3_dialect.hpp"
+
+namespace cairn {
+
+namespace net {
+class S3Client;
+}
+
+class S3Store final : public ObjectStore {
+ public:
+  // Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
+  static Result<std::unique_ptr<S3Store>, std::string> open(boost::asio::any_io_executor executor,
+                                                            const StoreUrl& url);
+  ~S3Store() override;
+
+  boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,
+                                                        std::uint64_t maxBytes) override;
+  boost::asio::awaitable<StoreResult<ObjectInfo>> head(std::string key) override;
+  boost::asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string key,
+                                                               ByteView bytes) override;
+  boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key, ByteView bytes,
+                                                              std::string etag) override;
+  boost::asio::awaitable<StoreResult<void>> remove(std::string key) override;
+  boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
+                                                     int maxKeys) override;
+  std::string describe() const override;
+
+  // Runs the conditional-write probe on scratch keys (once per process; cached) and adopts
+  // the dialect it found. The report says whether the store really enforces conditions.
+  boost::asio::awaitable<net::ProbeReport> probe();
+
+ private:
+  struct Impl;
+  explicit S3Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cairn

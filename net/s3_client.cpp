@@ -1,0 +1,518 @@
+#include "net/s3_client.hpp"
+
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+#include <pugixml.hpp>
+#include <stdexcept>
+#include <utility>
+
+#include "net/sigv4.hpp"
+
+namespace cairn::net {
+namespace {
+
+// SHA-256 of the empty payload (GET, HEAD, DELETE, list).
+constexpr std::string_view kEmptyPayloadSha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+constexpr std::string_view kService = "s3";
+constexpr std::size_t kMaxCodeBytes = 128;
+
+enum class Op { get, head, put, putConditional, remove, list, headBucket };
+
+bool mutates(Op op) { return op == Op::put || op == Op::putConditional || op == Op::remove; }
+
+bool parseUnsigned(std::string_view text, std::uint64_t& out) {
+  if (text.empty()) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && end == text.data() + text.size();
+}
+
+bool isEtagChar(unsigned char c) { return c == 0x21 || (c >= 0x23 && c <= 0x7E) || c >= 0x80; }
+
+std::string bounded(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  return std::string(text.substr(0, limit)) + "...";
+}
+
+void replaceAll(std::string& text, std::string_view secret) {
+  if (secret.empty()) return;
+  for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
+    text.replace(at, secret.size(), "[redacted]");
+  }
+}
+
+bool validBucket(std::string_view bucket, S3Addressing addressing) {
+  if (bucket.empty() || bucket.size() > 255) return false;
+  for (char c : bucket) {
+    const bool dnsChar = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+    const bool pathChar = dnsChar || (c >= 'A' && c <= 'Z') || c == '_';
+    if (!(addressing == S3Addressing::virtualHost ? dnsChar : pathChar)) return false;
+  }
+  return addressing == S3Addressing::path || (bucket.size() >= 3 && bucket.size() <= 63);
+}
+
+// The error, if any, that makes this configuration unusable; never quotes a secret.
+std::optional<std::string> invalidConfig(const S3Config& c) {
+  auto endpoint = parseEndpoint(c.endpoint);
+  if (!endpoint) return "S3 endpoint: " + endpoint.error();
+  if (!validBucket(c.bucket, c.addressing)) return std::string("S3 bucket name is invalid");
+  if (c.region.empty()) return std::string("S3 region is empty");
+  if (c.accessKey.empty() || c.secretKey.empty()) {
+    return std::string("S3 access key and secret key are required");
+  }
+  if (c.rootPrefix.size() >= kMaxKeyBytes) return std::string("S3 root prefix is too long");
+  if (c.payloadSigning == PayloadSigning::unsignedOverTls && !endpoint->tls) {
+    return std::string("UNSIGNED-PAYLOAD needs an https endpoint");
+  }
+  if (c.connectTimeout.count() <= 0 || c.requestTimeout.count() <= 0 ||
+      c.idleTimeout.count() <= 0) {
+    return std::string("S3 timeouts must be positive");
+  }
+  if (c.maxConnections == 0 || c.maxConnections > kMaxConnectionsPerEndpointLimit) {
+    return std::string("S3 max connections out of range");
+  }
+  return std::nullopt;
+}
+
+HttpClientOptions httpOptions(const S3Config& c) {
+  HttpClientOptions o;
+  o.connectTimeout = c.connectTimeout;
+  o.requestTimeout = c.requestTimeout;
+  o.idleTimeout = c.idleTimeout;
+  o.maxConnectionsPerEndpoint = c.maxConnections;
+  o.maxAttempts = c.maxAttempts;
+  o.caFile = c.caFile;
+  return o;
+}
+
+// S3's <Error><Code>..</Code><Message>..</Message></Error>, if the body is that.
+void parseErrorBody(const Bytes& body, std::string& code, std::string& message) {
+  if (body.empty()) return;
+  pugi::xml_document doc;
+  if (!doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8)) {
+    return;
+  }
+  const auto error = doc.child("Error");
+  code = bounded(error.child_value("Code"), kMaxCodeBytes);
+  message = bounded(error.child_value("Message"), kMaxOutcomeMessageBytes);
+}
+
+}  // namespace
+
+std::string_view statusName(S3Status status) {
+  switch (status) {
+    case S3Status::ok:
+      return "ok";
+    case S3Status::missing:
+      return "missing";
+    case S3Status::preconditionFailed:
+      return "preconditionFailed";
+    case S3Status::conflict:
+      return "conflict";
+    case S3Status::uncertain:
+      return "uncertain";
+    case S3Status::failure:
+      return "failure";
+  }
+  return "unknown";
+}
+
+bool isStrongEtag(std::string_view value) {
+  if (value.size() < 3 || value.size() > kMaxEtagBytes) return false;
+  if (value.front() != '"' || value.back() != '"') return false;
+  for (char c : value.substr(1, value.size() - 2)) {
+    if (!isEtagChar(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+struct S3Client::Impl {
+  Impl(boost::asio::any_io_executor executor, S3Config c, Endpoint e)
+      : config(std::move(c)),
+        endpoint(std::move(e)),
+        http(std::move(executor), httpOptions(config)),
+        credentials{config.accessKey, config.secretKey, config.sessionToken},
+        scope{config.region, std::string(kService)} {
+    if (config.addressing == S3Addressing::virtualHost) {
+      endpoint.host = config.bucket + "." + endpoint.host;
+    }
+  }
+
+  S3Config config;
+  Endpoint endpoint;  // where every request goes (virtual-host style: bucket.host)
+  HttpClient http;
+  SigV4Credentials credentials;
+  SigV4Scope scope;
+
+  bool pathStyle() const { return config.addressing == S3Addressing::path; }
+
+  std::string objectPath(std::string_view fullKey) const {
+    std::string out = pathStyle() ? "/" + config.bucket + "/" : "/";
+    out += fullKey;
+    return out;
+  }
+
+  std::string bucketPath() const { return pathStyle() ? "/" + config.bucket : "/"; }
+
+  // Signs and sends one request. rawPath is not encoded; it is encoded once, for both.
+  boost::asio::awaitable<HttpResult> send(std::string method, std::string rawPath,
+                                          std::vector<std::pair<std::string, std::string>> query,
+                                          std::vector<HttpHeader> headers, ByteView body,
+                                          std::string payloadHash, std::size_t maxBody,
+                                          bool idempotent) {
+    SigV4Request toSign;
+    toSign.method = method;
+    toSign.path = rawPath;
+    toSign.query = query;
+    toSign.headers = headers;
+    toSign.headers.push_back({"Host", endpoint.hostHeader()});
+    SigV4Options options;
+    options.payloadHash = std::move(payloadHash);
+    const auto signature =
+        signHeaders(toSign, credentials, scope, std::chrono::system_clock::now(), options);
+
+    HttpRequest request;
+    request.method = std::move(method);
+    request.target = uriEncodePath(rawPath);
+    if (!query.empty()) request.target += "?" + canonicalQueryString(query);
+    request.headers = std::move(headers);
+    request.headers.insert(request.headers.end(), signature.addedHeaders.begin(),
+                           signature.addedHeaders.end());
+    request.body = body;
+    request.maxResponseBody = maxBody;
+    request.idempotent = idempotent;
+    co_return co_await http.request(endpoint, std::move(request));
+  }
+
+  std::string redact(std::string text) const {
+    replaceAll(text, config.secretKey);
+    replaceAll(text, config.sessionToken);
+    return text;
+  }
+
+  S3Outcome outcome(S3Status status, int httpStatus, std::string code, std::string message) const {
+    S3Outcome o;
+    o.status = status;
+    o.http = httpStatus;
+    o.code = redact(std::move(code));
+    o.message = redact(bounded(message, kMaxOutcomeMessageBytes));
+    return o;
+  }
+
+  // The outcome of a request at the HTTP level; a 2xx is ok here, and the operation then
+  // checks what it needs from the response (ETag, size, XML).
+  S3Outcome classify(const HttpResult& result, Op op, const std::string& what) const {
+    if (!result.ok()) {
+      const HttpError& e = result.error();
+      const std::string message = what + ": " + e.message + " (" + std::to_string(e.attempts) +
+                                  (e.attempts == 1 ? " attempt)" : " attempts)");
+      switch (e.kind) {
+        case HttpErrorKind::notSent:
+        case HttpErrorKind::bodyTooLarge:
+          return outcome(S3Status::failure, e.status, {}, message);
+        case HttpErrorKind::uncertain:
+          // A read that got no answer changed nothing: it simply failed.
+          return outcome(mutates(op) ? S3Status::uncertain : S3Status::failure, 0, {}, message);
+      }
+    }
+    const HttpResponse& response = result.value();
+    const int status = response.status;
+    if (status / 100 == 2) return outcome(S3Status::ok, status, {}, {});
+
+    std::string code;
+    std::string serverMessage;
+    parseErrorBody(response.body, code, serverMessage);
+    std::string message = what + ": HTTP " + std::to_string(status);
+    if (!code.empty()) message += " " + code;
+    if (!serverMessage.empty()) message += ": " + serverMessage;
+
+    S3Status s = S3Status::failure;
+    const bool conditional = op == Op::putConditional;
+    if (status == 404 && code == "NoSuchKey" && op != Op::list && op != Op::put) {
+      s = S3Status::missing;
+    } else if (status == 412 && conditional) {
+      s = S3Status::preconditionFailed;
+    } else if ((status == 409 && op == Op::put) ||
+               (conditional && isLostConditionalRace(config.dialect, status, code))) {
+      s = S3Status::conflict;
+    } else if (conditional && status / 100 == 5) {
+      s = S3Status::uncertain;  // not retried; the server may or may not have applied it
+    }
+    return outcome(s, status, std::move(code), std::move(message));
+  }
+
+  // The strong ETag of exactly one ETag header, or nullopt.
+  std::optional<std::string> etagOf(const HttpResponse& response) const {
+    if (response.headerCount("ETag") != 1) return std::nullopt;
+    const std::string* value = response.header("ETag");
+    if (!isStrongEtag(*value)) return std::nullopt;
+    return *value;
+  }
+
+  S3Outcome malformed(int http, const std::string& what, std::string_view problem) const {
+    return outcome(S3Status::failure, http, {}, what + ": " + std::string(problem));
+  }
+
+  // A key, with the root prefix, that S3 accepts; or nullopt.
+  std::optional<std::string> fullKey(std::string_view key) const {
+    if (key.empty()) return std::nullopt;
+    std::string full = config.rootPrefix + std::string(key);
+    if (full.size() > kMaxKeyBytes) return std::nullopt;
+    return full;
+  }
+
+  // A HEAD response has no body, so a 404 has no S3 code: it means NoSuchKey only if the
+  // bucket exists.
+  boost::asio::awaitable<S3Outcome> headMissing(const std::string& what) {
+    auto bucket =
+        co_await send("HEAD", bucketPath(), {}, {}, {}, std::string(kEmptyPayloadSha256), 0, true);
+    S3Outcome b = classify(bucket, Op::headBucket, "HEAD bucket");
+    if (b.ok()) {
+      co_return outcome(S3Status::missing, 404, "NoSuchKey", what + ": HTTP 404 (bucket exists)");
+    }
+    if (b.http == 404) {
+      co_return outcome(S3Status::failure, 404, "NoSuchBucket",
+                        what + ": HTTP 404 (the bucket does not exist)");
+    }
+    co_return b;
+  }
+
+  S3Outcome invalidKey(std::string_view what) const {
+    return outcome(S3Status::failure, 0, "InvalidKey",
+                   std::string(what) + ": key is empty or longer than " +
+                       std::to_string(kMaxKeyBytes) + " bytes with the root prefix");
+  }
+
+  std::string payloadHash(ByteView body, const std::optional<Digest>& known) const {
+    if (config.payloadSigning == PayloadSigning::unsignedOverTls) {
+      return std::string(kUnsignedPayload);
+    }
+    return toHex(known ? *known : sha256(body));
+  }
+};
+
+S3Client::S3Client(boost::asio::any_io_executor executor, S3Config config) {
+  if (auto problem = invalidConfig(config)) throw std::invalid_argument(*problem);
+  auto endpoint = parseEndpoint(config.endpoint);
+  impl_ = std::make_shared<Impl>(std::move(executor), std::move(config), std::move(*endpoint));
+}
+
+Result<std::unique_ptr<S3Client>, std::string> S3Client::create(
+    boost::asio::any_io_executor executor, S3Config config) {
+  if (auto problem = invalidConfig(config)) return fail(std::move(*problem));
+  try {
+    return std::make_unique<S3Client>(std::move(executor), std::move(config));
+  } catch (const std::exception& e) {
+    return fail(std::string(e.what()));  // e.g. an unreadable CA file
+  }
+}
+
+S3Client::~S3Client() = default;
+
+boost::asio::awaitable<S3Object> S3Client::get(std::string key, std::size_t maxBytes) {
+  auto impl = impl_;
+  const std::string what = "GET " + key;
+  S3Object object;
+  const auto full = impl->fullKey(key);
+  if (!full) {
+    object.outcome = impl->invalidKey(what);
+    co_return object;
+  }
+  auto result = co_await impl->send("GET", impl->objectPath(*full), {}, {}, {},
+                                    std::string(kEmptyPayloadSha256), maxBytes, true);
+  object.outcome = impl->classify(result, Op::get, what);
+  if (!object.outcome.ok()) co_return object;
+  HttpResponse& response = result.value();
+  if (response.status != 200) {
+    object.outcome = impl->malformed(response.status, what, "unexpected status");
+    co_return object;
+  }
+  auto etag = impl->etagOf(response);
+  if (!etag) {
+    object.outcome = impl->malformed(response.status, what, "missing or malformed ETag");
+    co_return object;
+  }
+  object.etag = std::move(*etag);
+  object.size = response.body.size();
+  object.body = std::move(response.body);
+  co_return object;
+}
+
+boost::asio::awaitable<S3Object> S3Client::head(std::string key) {
+  auto impl = impl_;
+  const std::string what = "HEAD " + key;
+  S3Object object;
+  const auto full = impl->fullKey(key);
+  if (!full) {
+    object.outcome = impl->invalidKey(what);
+    co_return object;
+  }
+  auto result = co_await impl->send("HEAD", impl->objectPath(*full), {}, {}, {},
+                                    std::string(kEmptyPayloadSha256), 0, true);
+  object.outcome = impl->classify(result, Op::head, what);
+  if (result.ok() && result.value().status == 404 && object.outcome.code.empty()) {
+    object.outcome = co_await impl->headMissing(what);
+    co_return object;
+  }
+  if (!object.outcome.ok()) co_return object;
+  const HttpResponse& response = result.value();
+  auto etag = impl->etagOf(response);
+  const std::string* length = response.header("Content-Length");
+  if (response.status != 200 || !etag || response.headerCount("Content-Length") != 1 ||
+      !parseUnsigned(*length, object.size)) {
+    object.outcome = impl->malformed(response.status, what,
+                                     "unexpected status, or missing or malformed ETag or size");
+    co_return object;
+  }
+  object.etag = std::move(*etag);
+  co_return object;
+}
+
+boost::asio::awaitable<S3Object> S3Client::put(std::string key, ByteView body,
+                                               PutCondition condition, std::string etag) {
+  PutOptions options;
+  options.condition = condition;
+  options.etag = std::move(etag);
+  co_return co_await put(std::move(key), body, std::move(options));
+}
+
+boost::asio::awaitable<S3Object> S3Client::put(std::string key, ByteView body, PutOptions options) {
+  auto impl = impl_;
+  const std::string what = "PUT " + key;
+  S3Object object;
+  const auto full = impl->fullKey(key);
+  if (!full) {
+    object.outcome = impl->invalidKey(what);
+    co_return object;
+  }
+  std::vector<HttpHeader> headers{{"Content-Type", "application/octet-stream"}};
+  switch (options.condition) {
+    case PutCondition::none:
+      break;
+    case PutCondition::ifNoneMatch:
+      headers.push_back({"If-None-Match", "*"});
+      break;
+    case PutCondition::ifMatch:
+      if (!isStrongEtag(options.etag)) {
+        object.outcome = impl->outcome(S3Status::failure, 0, "InvalidETag",
+                                       what + ": If-Match needs one strong quoted ETag");
+        co_return object;
+      }
+      headers.push_back({"If-Match", ifMatchValue(impl->config.dialect, options.etag)});
+      break;
+  }
+  // A conditional PUT repeated after an uncertain attempt could report 412 for its own
+  // success: it is never retried. A plain PUT of the same bytes is safe to repeat.
+  const bool conditional = options.condition != PutCondition::none;
+  auto result = co_await impl->send("PUT", impl->objectPath(*full), {}, std::move(headers), body,
+                                    impl->payloadHash(body, options.sha256), kMaxErrorResponseBody,
+                                    !conditional);
+  object.outcome = impl->classify(result, conditional ? Op::putConditional : Op::put, what);
+  if (!object.outcome.ok()) co_return object;
+  auto etag = impl->etagOf(result.value());
+  if (!etag) {
+    // Applied, but without a usable ETag: the caller must re-read (its intent is recorded).
+    object.outcome = impl->malformed(result.value().status, what,
+                                     "written, but the response ETag is missing or malformed");
+    co_return object;
+  }
+  object.etag = std::move(*etag);
+  object.size = body.size();
+  co_return object;
+}
+
+boost::asio::awaitable<S3Outcome> S3Client::remove(std::string key) {
+  auto impl = impl_;
+  const std::string what = "DELETE " + key;
+  const auto full = impl->fullKey(key);
+  if (!full) co_return impl->invalidKey(what);
+  // Some stores answer 200 with a small body rather than 204: accept what an error may carry.
+  auto result = co_await impl->send("DELETE", impl->objectPath(*full), {}, {}, {},
+                                    std::string(kEmptyPayloadSha256), kMaxErrorResponseBody, true);
+  co_return impl->classify(result, Op::remove, what);
+}
+
+namespace {
+
+// Parses one ListObjectsV2 page; keys must carry the root prefix, which is removed.
+std::optional<std::string> parseListPage(const Bytes& body, const std::string& rootPrefix,
+                                         int maxKeys, S3List& list) {
+  pugi::xml_document doc;
+  if (!doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8)) {
+    return "malformed XML";
+  }
+  const auto root = doc.child("ListBucketResult");
+  if (!root) return "not a ListBucketResult";
+  const bool urlEncoded = std::string_view(root.child_value("EncodingType")) == "url";
+  for (const auto& contents : root.children("Contents")) {
+    if (list.entries.size() >= static_cast<std::size_t>(maxKeys)) return "more keys than asked";
+    S3ListEntry entry;
+    std::string key = contents.child_value("Key");
+    if (urlEncoded && !uriDecode(contents.child_value("Key"), key)) return "bad key encoding";
+    if (!key.starts_with(rootPrefix)) return "a key outside the root prefix";
+    if (key.size() == rootPrefix.size()) continue;  // a "directory" marker: not addressable
+    entry.key = key.substr(rootPrefix.size());
+    if (!parseUnsigned(contents.child_value("Size"), entry.size)) return "bad Size";
+    entry.etag = bounded(contents.child_value("ETag"), kMaxEtagBytes);
+    list.entries.push_back(std::move(entry));
+  }
+  const std::string_view truncated = root.child_value("IsTruncated");
+  if (truncated != "true" && truncated != "false") return "bad IsTruncated";
+  if (truncated == "true") {
+    list.continuation = root.child_value("NextContinuationToken");
+    if (list.continuation.empty() || list.continuation.size() > kMaxKeyBytes * 4) {
+      return "truncated without a usable NextContinuationToken";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+boost::asio::awaitable<S3List> S3Client::list(std::string prefix, std::string continuation,
+                                              int maxKeys) {
+  auto impl = impl_;
+  maxKeys = std::clamp(maxKeys, 1, kMaxListKeys);
+  const std::string what = "LIST " + prefix;
+  S3List list;
+  std::vector<std::pair<std::string, std::string>> query{
+      {"list-type", "2"},
+      {"prefix", impl->config.rootPrefix + prefix},
+      {"max-keys", std::to_string(maxKeys)},
+      {"encoding-type", "url"}};
+  if (!continuation.empty()) query.emplace_back("continuation-token", std::move(continuation));
+  auto result = co_await impl->send("GET", impl->bucketPath(), std::move(query), {}, {},
+                                    std::string(kEmptyPayloadSha256), kMaxListBodyBytes, true);
+  list.outcome = impl->classify(result, Op::list, what);
+  if (!list.outcome.ok()) co_return list;
+  if (auto problem = parseListPage(result.value().body, impl->config.rootPrefix, maxKeys, list)) {
+    list.entries.clear();
+    list.continuation.clear();
+    list.outcome = impl->malformed(result.value().status, what, *problem);
+  }
+  co_return list;
+}
+
+std::string S3Client::presignedUrl(std::string_view method, std::string_view key,
+                                   std::chrono::seconds expires) const {
+  expires = std::clamp(expires, std::chrono::seconds(1), kMaxPresignExpiry);
+  SigV4Request request;
+  request.method = std::string(method);
+  request.path = impl_->objectPath(impl_->config.rootPrefix + std::string(key));
+  request.headers.push_back({"Host", impl_->endpoint.hostHeader()});
+  SigV4Options options;
+  options.payloadHash = std::string(kUnsignedPayload);
+  options.addContentSha256Header = false;
+  const auto signature = presign(request, impl_->credentials, impl_->scope,
+                                 std::chrono::system_clock::now(), expires, options);
+  return std::string(impl_->endpoint.tls ? "https://" : "http://") + impl_->endpoint.hostHeader() +
+         uriEncodePath(request.path) + "?" + signature.query;
+}
+
+const S3Config& S3Client::config() const { return impl_->config; }
+
+const boost::asio::any_io_executor& S3Client::executor() const { return impl_->http.executor(); }
+
+HttpClientStats S3Client::httpStats() const { return impl_->http.stats(); }
+
+}  // namespace cairn::net

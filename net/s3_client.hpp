@@ -1,0 +1,166 @@
+// S3Client: the S3 operations cairn needs, with typed outcomes (never exceptions for what a
+// store can answer): GET, HEAD, PUT (plain, If-None-Match: *, If-Match), DELETE and
+// ListObjectsV2, signed with SigV4, over HttpClient's keep-alive pool.
+//
+// Outcomes (DESIGN.md §1, §4, §6):
+// - ok
+// - missing: only a 404 whose S3 code is NoSuchKey (a HEAD 404 has no body; the bucket is
+//   then checked with HEAD bucket, so a missing bucket is never taken for a missing key);
+// - preconditionFailed: 412 to a conditional PUT;
+// - conflict: 409, or the dialect's lost-race answer to a conditional PUT (RGW: 500
+//   UnknownError) -- re-read required;
+// - uncertain: a PUT or DELETE that may have been applied but whose response was not read
+//   completely (timeout, reset, truncation), or a 5xx other than a known lost race to a
+//   conditional PUT. Conditional PUTs are never retried automatically;
+// - failure: everything else -- 403, a missing bucket, malformed XML or headers, an oversized
+//   body, 5xx after retries, no connection, an invalid key or ETag.
+// Each outcome carries the HTTP status, the S3 error code and a message; neither the secret
+// key nor the session token ever appears in a message.
+//
+// ETags are strong only: exactly one quoted tag of at most kMaxEtagBytes bytes (quotes
+// included). Weak (W/"..."), unquoted, multiple or over-long tags are refused as failure.
+// They are returned as received (quoted); the dialect decides how If-Match sends them.
+//
+// Keys are relative to the configured root prefix; the full key is URI-encoded exactly once.
+// Read-only requests and plain PUT/DELETE are retried (idempotent); conditional PUTs are not.
+//
+// Threading: as HttpClient -- await it only from coroutines on its executor. The client may be
+// destroyed while operations run; they keep what they need alive.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/bytes.hpp"
+#include "base/result.hpp"
+#include "base/sha256.hpp"
+#include "net/http_client.hpp"
+#include "net/s3_dialect.hpp"
+
+namespace cairn::net {
+
+enum class S3Status { ok, missing, preconditionFailed, conflict, uncertain, failure };
+
+std::string_view statusName(S3Status status);
+
+struct S3Outcome {
+  S3Status status = S3Status::failure;
+  int http = 0;         // 0 when no response was read
+  std::string code;     // S3 error code, e.g. "NoSuchKey"; empty when none
+  std::string message;  // for people; bounded, free of secrets
+
+  bool ok() const { return status == S3Status::ok; }
+};
+
+struct S3Object {
+  S3Outcome outcome;
+  Bytes body;              // GET only
+  std::string etag;        // strong, quoted, from the same response
+  std::uint64_t size = 0;  // GET: body size; HEAD: Content-Length; PUT: bytes written
+};
+
+enum class PutCondition { none, ifNoneMatch, ifMatch };
+
+struct PutOptions {
+  PutCondition condition = PutCondition::none;
+  std::string etag;              // ifMatch: the strong ETag exactly as observed (quoted)
+  std::optional<Digest> sha256;  // the body's SHA-256 when already known: saves a pass
+};
+
+struct S3ListEntry {
+  std::string key;  // relative to the root prefix
+  std::uint64_t size = 0;
+  std::string etag;  // as listed (not validated; listing never selects anything)
+};
+
+struct S3List {
+  S3Outcome outcome;
+  std::vector<S3ListEntry> entries;
+  std::string continuation;  // pass to the next list(); empty when the listing is complete
+};
+
+enum class S3Addressing { path, virtualHost };
+
+// How a PUT's payload is signed: its SHA-256 (always possible), or UNSIGNED-PAYLOAD, which
+// saves a pass over the body and is allowed only over https (TLS protects the bytes).
+enum class PayloadSigning { sha256, unsignedOverTls };
+
+struct S3Config {
+  std::string endpoint;  // "http://127.0.0.1:7480", "https://s3.eu-west-1.amazonaws.com"
+  std::string region = "us-east-1";
+  std::string bucket;
+  std::string rootPrefix;  // prepended to every key, e.g. "cairn/"
+  S3Addressing addressing = S3Addressing::path;
+  std::string accessKey;
+  std::string secretKey;     // never logged
+  std::string sessionToken;  // optional, never logged
+  std::string caFile;        // https: trust only this CA file (else the system store)
+  std::chrono::milliseconds connectTimeout{5000};
+  std::chrono::milliseconds requestTimeout{60000};
+  std::chrono::milliseconds idleTimeout{20000};
+  std::size_t maxConnections = 8;
+  unsigned maxAttempts = kDefaultMaxAttempts;
+  S3Dialect dialect = S3Dialect::aws;
+  PayloadSigning payloadSigning = PayloadSigning::sha256;
+};
+
+inline constexpr std::size_t kMaxKeyBytes = 1024;   // S3's limit, root prefix included
+inline constexpr std::size_t kMaxEtagBytes = 1024;  // quotes included
+inline constexpr std::size_t kMaxErrorBodyBytes = 64 * 1024;
+inline constexpr std::size_t kMaxListBodyBytes = 16 * 1024 * 1024;
+inline constexpr int kMaxListKeys = 1000;
+inline constexpr std::size_t kMaxOutcomeMessageBytes = 512;
+
+// Exactly one quoted strong entity tag: '"' 1*etagc '"', at most kMaxEtagBytes bytes.
+bool isStrongEtag(std::string_view value);
+
+class S3Client {
+ public:
+  // Throws std::invalid_argument for an invalid configuration (see create()).
+  S3Client(boost::asio::any_io_executor executor, S3Config config);
+  // The error names the invalid setting (never its value if it is a secret).
+  static Result<std::unique_ptr<S3Client>, std::string> create(
+      boost::asio::any_io_executor executor, S3Config config);
+  ~S3Client();
+  S3Client(const S3Client&) = delete;
+  S3Client& operator=(const S3Client&) = delete;
+
+  // The object's bytes (at most maxBytes, else failure before they are buffered) and the
+  // strong ETag of that same response.
+  boost::asio::awaitable<S3Object> get(std::string key, std::size_t maxBytes);
+  // ETag and size.
+  boost::asio::awaitable<S3Object> head(std::string key);
+  // The ETag of the new object on ok.
+  boost::asio::awaitable<S3Object> put(std::string key, ByteView body, PutOptions options);
+  boost::asio::awaitable<S3Object> put(std::string key, ByteView body,
+                                       PutCondition condition = PutCondition::none,
+                                       std::string etag = {});
+  // ok also when the key did not exist (S3 answers 204 either way).
+  boost::asio::awaitable<S3Outcome> remove(std::string key);
+  // One page of ListObjectsV2 (maxKeys clamped to 1..kMaxListKeys), keys in S3's order.
+  boost::asio::awaitable<S3List> list(std::string prefix, std::string continuation,
+                                      int maxKeys = kMaxListKeys);
+
+  // A presigned URL (query-string SigV4, UNSIGNED-PAYLOAD) for method on key, valid for
+  // expires (clamped to 1 s .. 7 days). It is a bearer credential: treat it as a secret.
+  std::string presignedUrl(std::string_view method, std::string_view key,
+                           std::chrono::seconds expires) const;
+
+  const S3Config& config() const;
+  const boost::asio::any_io_executor& executor() const;
+  HttpClientStats httpStats() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;  // shared with running operations
+};
+
+}  // namespace cairn::net

@@ -1,0 +1,309 @@
+// cairn_s3_bench: measures cairn::net::S3Client throughput and CPU per GiB and prints one JSON
+// object.
+//
+//   upload    PUTs --objects objects of --size bytes (random, or the files <source-dir>/obj-NNNN)
+//             as <prefix>/obj-NNNN with --concurrency coroutines on one io_context over one
+//             S3Client (maxConnections = concurrency). Plain PUTs, payload signed with SHA-256.
+//   download  GETs the same keys the same way; each body is checked for its size and, with
+//             --out-dir, written to <out-dir>/obj-NNNN (as rclone copy does).
+//   delete    removes the same keys (not timed for the comparison; cleanup).
+//
+// Only the transfer phase is timed: wall seconds on a steady clock, CPU seconds from
+// getrusage(RUSAGE_SELF) user + sys around it. Loading the source files is outside the timing.
+// The store comes from S3_ENDPOINT, S3_REGION, S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY (and
+// S3_SESSION_TOKEN), as in shared/s3/README.md. perf/run_s3.sh runs it beside rclone.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/bytes.hpp"
+#include "net/s3_client.hpp"
+
+namespace {
+
+using namespace cairn;
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kMaxObjectBytes = std::uint64_t{5} << 30;  // S3's single-PUT limit
+constexpr unsigned kMaxObjects = 100'000;
+constexpr unsigned kMaxConcurrency = 1024;
+
+std::string envOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? std::string(v) : std::move(fallback);
+}
+
+// "8MiB", "512KiB", "1GiB", "1000" (bytes), "4k"; 0 on error.
+std::uint64_t parseSize(const std::string& text) {
+  std::size_t pos = 0;
+  std::uint64_t n = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])) != 0) {
+    n = n * 10 + static_cast<std::uint64_t>(text[pos] - '0');
+    if (n > kMaxObjectBytes) return 0;
+    ++pos;
+  }
+  if (pos == 0) return 0;
+  std::string unit = text.substr(pos);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::uint64_t mult = 1;
+  if (unit.empty() || unit == "b") {
+    mult = 1;
+  } else if (unit == "k" || unit == "kib") {
+    mult = 1024;
+  } else if (unit == "m" || unit == "mib") {
+    mult = 1024 * 1024;
+  } else if (unit == "g" || unit == "gib") {
+    mult = 1024 * 1024 * 1024;
+  } else {
+    return 0;
+  }
+  return n * mult;
+}
+
+double cpuSeconds(const rusage& r, bool user) {
+  const timeval& t = user ? r.ru_utime : r.ru_stime;
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
+
+std::string objectName(unsigned i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "obj-%04u", i);
+  return buf;
+}
+
+std::string fmt(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+struct Options {
+  std::string mode;
+  unsigned objects = 64;
+  std::string size = "8MiB";
+  unsigned concurrency = 8;
+  std::string prefix = "cairn-s3-bench";
+  std::string sourceDir;
+  std::string outDir;
+  std::uint64_t seed = 1;
+};
+
+struct Run {
+  const Options* opt = nullptr;
+  std::uint64_t objectBytes = 0;
+  net::S3Client* client = nullptr;
+  std::vector<Bytes> payloads;  // upload
+  unsigned next = 0;
+  unsigned done = 0;
+  unsigned failures = 0;
+  std::uint64_t bytes = 0;
+  std::string firstError;
+
+  std::string key(unsigned i) const { return opt->prefix + "/" + objectName(i); }
+
+  void noteFailure(unsigned i, const net::S3Outcome& o) {
+    ++failures;
+    if (firstError.empty()) {
+      firstError = key(i) + ": " + std::string(net::statusName(o.status)) + " " +
+                   std::to_string(o.http) + " " + o.code + " " + o.message;
+    }
+  }
+};
+
+bool writeFile(const std::string& path, ByteView body) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  std::size_t off = 0;
+  while (off < body.size()) {
+    ssize_t n = ::write(fd, body.data() + off, body.size() - off);
+    if (n <= 0) {
+      ::close(fd);
+      return false;
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  return ::close(fd) == 0;
+}
+
+asio::awaitable<void> worker(Run& run) {
+  const Options& opt = *run.opt;
+  while (run.next < opt.objects) {
+    const unsigned i = run.next++;
+    // Arguments are named locals, not temporaries inside co_await: GCC 12 mishandles
+    // non-trivial temporaries in a co_await expression (double free).
+    std::string key = run.key(i);
+    if (opt.mode == "upload") {
+      net::PutOptions options;
+      ByteView body(run.payloads[i]);
+      net::S3Object r = co_await run.client->put(std::move(key), body, std::move(options));
+      if (r.outcome.ok()) {
+        run.bytes += run.payloads[i].size();
+      } else {
+        run.noteFailure(i, r.outcome);
+      }
+    } else if (opt.mode == "download") {
+      net::S3Object r = co_await run.client->get(std::move(key), run.objectBytes);
+      if (!r.outcome.ok()) {
+        run.noteFailure(i, r.outcome);
+      } else if (r.body.size() != run.objectBytes) {
+        net::S3Outcome o;
+        o.message = "size " + std::to_string(r.body.size());
+        run.noteFailure(i, o);
+      } else {
+        run.bytes += r.body.size();
+        if (!opt.outDir.empty() && !writeFile(opt.outDir + "/" + objectName(i), r.body)) {
+          net::S3Outcome o;
+          o.message = "cannot write to " + opt.outDir;
+          run.noteFailure(i, o);
+        }
+      }
+    } else {
+      net::S3Outcome o = co_await run.client->remove(std::move(key));
+      if (!o.ok()) run.noteFailure(i, o);
+    }
+    ++run.done;
+  }
+}
+
+bool loadPayloads(Run& run) {
+  const Options& opt = *run.opt;
+  run.payloads.resize(opt.objects);
+  std::mt19937_64 rng(opt.seed);
+  for (unsigned i = 0; i < opt.objects; ++i) {
+    Bytes& b = run.payloads[i];
+    if (!opt.sourceDir.empty()) {
+      std::ifstream in(opt.sourceDir + "/" + objectName(i), std::ios::binary);
+      if (!in) return false;
+      b.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      if (b.size() != run.objectBytes) return false;
+    } else {
+      b.resize(run.objectBytes);
+      std::size_t j = 0;
+      for (; j + 8 <= b.size(); j += 8) {
+        std::uint64_t x = rng();
+        for (int k = 0; k < 8; ++k)
+          b[j + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(x >> (8 * k));
+      }
+      for (; j < b.size(); ++j) b[j] = static_cast<std::uint8_t>(rng());
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  CLI::App app{"cairn_s3_bench: S3Client PUT/GET throughput and CPU per GiB (JSON on stdout)"};
+  app.add_option("mode", opt.mode, "upload | download | delete")
+      ->required()
+      ->check(CLI::IsMember({"upload", "download", "delete"}));
+  app.add_option("--objects", opt.objects, "number of objects")->check(CLI::Range(1U, kMaxObjects));
+  app.add_option("--size", opt.size, "object size, e.g. 8MiB");
+  app.add_option("--concurrency", opt.concurrency, "coroutines = maxConnections")
+      ->check(CLI::Range(1U, kMaxConcurrency));
+  app.add_option("--prefix", opt.prefix, "key prefix (keys are <prefix>/obj-NNNN)");
+  app.add_option("--source-dir", opt.sourceDir, "upload: read <dir>/obj-NNNN instead of random");
+  app.add_option("--out-dir", opt.outDir, "download: write each object to <dir>/obj-NNNN");
+  app.add_option("--seed", opt.seed, "random payload seed");
+  CLI11_PARSE(app, argc, argv);
+
+  Run run;
+  run.opt = &opt;
+  run.objectBytes = parseSize(opt.size);
+  if (run.objectBytes == 0 || run.objectBytes > kMaxObjectBytes) {
+    std::fprintf(stderr, "s3_bench: bad --size %s\n", opt.size.c_str());
+    return 2;
+  }
+
+  net::S3Config config;
+  config.endpoint = envOr("S3_ENDPOINT", "");
+  config.region = envOr("S3_REGION", "us-east-1");
+  config.bucket = envOr("S3_BUCKET", "");
+  config.accessKey = envOr("S3_ACCESS_KEY", "");
+  config.secretKey = envOr("S3_SECRET_KEY", "");
+  config.sessionToken = envOr("S3_SESSION_TOKEN", "");
+  config.caFile = envOr("AWS_CA_BUNDLE", "");
+  config.maxConnections = opt.concurrency;
+  config.requestTimeout = std::chrono::milliseconds(300'000);
+  config.dialect = envOr("S3_DIALECT", "aws") == "rgw" ? net::S3Dialect::rgw : net::S3Dialect::aws;
+  if (config.endpoint.empty() || config.bucket.empty()) {
+    std::fprintf(stderr, "s3_bench: set S3_ENDPOINT, S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY\n");
+    return 2;
+  }
+
+  if (opt.mode == "upload" && !loadPayloads(run)) {
+    std::fprintf(stderr, "s3_bench: cannot read %u objects of %llu bytes from %s\n", opt.objects,
+                 static_cast<unsigned long long>(run.objectBytes), opt.sourceDir.c_str());
+    return 1;
+  }
+
+  asio::io_context context(1);
+  auto client = net::S3Client::create(context.get_executor(), config);
+  if (!client) {
+    std::fprintf(stderr, "s3_bench: config: %s\n", client.error().c_str());
+    return 2;
+  }
+  run.client = client->get();
+
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  const auto start = Clock::now();
+  unsigned crashed = 0;
+  for (unsigned w = 0; w < opt.concurrency; ++w) {
+    asio::co_spawn(context, worker(run), [&](std::exception_ptr e) {
+      if (e) ++crashed;
+    });
+  }
+  context.run();
+  const auto stop = Clock::now();
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+
+  const double seconds = std::chrono::duration<double>(stop - start).count();
+  const double user = cpuSeconds(after, true) - cpuSeconds(before, true);
+  const double sys = cpuSeconds(after, false) - cpuSeconds(before, false);
+  const double cpu = user + sys;
+  const double gib = static_cast<double>(run.bytes) / (1024.0 * 1024.0 * 1024.0);
+  const double mib = static_cast<double>(run.bytes) / (1024.0 * 1024.0);
+  const net::HttpClientStats stats = (*client)->httpStats();
+
+  std::string json = "{\"tool\": \"cairn\", \"mode\": \"" + opt.mode + "\"";
+  json += ", \"objects\": " + std::to_string(opt.objects);
+  json += ", \"object_bytes\": " + std::to_string(run.objectBytes);
+  json += ", \"concurrency\": " + std::to_string(opt.concurrency);
+  json += ", \"bytes\": " + std::to_string(run.bytes);
+  json += ", \"seconds\": " + fmt(seconds);
+  json += ", \"mib_per_s\": " + fmt(seconds > 0 ? mib / seconds : NAN);
+  json += ", \"cpu_seconds\": " + fmt(cpu);
+  json += ", \"cpu_user_seconds\": " + fmt(user);
+  json += ", \"cpu_sys_seconds\": " + fmt(sys);
+  json += ", \"cpu_seconds_per_gib\": " + fmt(gib > 0 ? cpu / gib : NAN);
+  json += ", \"failures\": " + std::to_string(run.failures + crashed);
+  json += ", \"connections_opened\": " + std::to_string(stats.connectionsOpened);
+  json += ", \"requests_sent\": " + std::to_string(stats.requestsSent);
+  json += ", \"retries\": " + std::to_string(stats.retries) + "}";
+  std::printf("%s\n", json.c_str());
+  if (!run.firstError.empty()) std::fprintf(stderr, "s3_bench: %s\n", run.firstError.c_str());
+  return (run.failures + crashed) == 0 && run.done == opt.objects ? 0 : 1;
+}
