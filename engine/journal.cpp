@@ -6,8 +6,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <deque>
 #include <string>
 
@@ -200,9 +200,8 @@ asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
 
 asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t end,
                                               const std::function<Res<void>(ByteView)>& sink) {
-  co_return co_await readRangeAsync(start, end, [&](ByteView chunk) -> asio::awaitable<Res<void>> {
-    co_return sink(chunk);
-  });
+  co_return co_await readRangeAsync(
+      start, end, [&](ByteView chunk) -> asio::awaitable<Res<void>> { co_return sink(chunk); });
 }
 
 asio::awaitable<Res<void>> Journal::readRangeAsync(

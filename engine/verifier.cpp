@@ -56,7 +56,7 @@ Res<void> checkSegment(const std::string& key, const Manifest& m, const Manifest
 struct Fetch {
   std::optional<StoreResult<StoredObject>> result;
   std::optional<Res<void>> check;  // deep: checkSegment's verdict, computed on the CPU pool
-  Signal done;      // the result is in
+  Signal done;                     // the result is in
   Signal consumed;  // the consumer has checked it and dropped its bytes: release the permits
 };
 

@@ -535,9 +535,9 @@ asio::awaitable<Res<void>> buildJournal(Journal& journal, std::uint64_t bytes) {
 
 // What one timed pass over the whole journal does.
 enum class PassKind {
-  prefix,      // Journal::prefix(): io_uring reads, SHA-256 on the CPU pool (the product)
-  readOnly,    // Journal::readRange() with an empty sink: the reading alone
-  loopHash,    // readRange() hashing each chunk on the loop thread: prefix() before 2806cc7
+  prefix,    // Journal::prefix(): io_uring reads, SHA-256 on the CPU pool (the product)
+  readOnly,  // Journal::readRange() with an empty sink: the reading alone
+  loopHash,  // readRange() hashing each chunk on the loop thread: prefix() before 2806cc7
 };
 
 const char* passName(PassKind k) {
@@ -645,8 +645,7 @@ asio::awaitable<int> runPrefix(io::Uring& uring, const PrefixConfig& c) {
   std::vector<Json> runs;
   for (unsigned i = 0; i < c.repeats; ++i) {
     for (auto [kind, cold] : passes) {
-      auto run =
-          co_await timePass(uring, *journal, file, kind, cold, c.dropCache);
+      auto run = co_await timePass(uring, *journal, file, kind, cold, c.dropCache);
       if (!run) co_return fail(passName(kind), run.error());
       runs.push_back(std::move(*run));
     }
