@@ -114,7 +114,6 @@ struct S3Config {
 
 inline constexpr std::size_t kMaxKeyBytes = 1024;   // S3's limit, root prefix included
 inline constexpr std::size_t kMaxEtagBytes = 1024;  // quotes included
-inline constexpr std::size_t kMaxErrorBodyBytes = 64 * 1024;
 inline constexpr std::size_t kMaxListBodyBytes = 16 * 1024 * 1024;
 inline constexpr int kMaxListKeys = 1000;
 inline constexpr std::size_t kMaxOutcomeMessageBytes = 512;

@@ -59,6 +59,14 @@ void printProgress(const VerifyProgress& p, Clock::time_point start) {
   if (p.objectsDone == p.objectsTotal) std::fprintf(stderr, "\n");
 }
 
+// The engine's in-flight limits and this operation's budget, from the command line.
+OperationBudget limitsFrom(const GraphOptions& opt, EngineLimits& limits) {
+  limits.bytes = InFlightLimit(opt.inflightMib << 20);
+  limits.requests = InFlightLimit(opt.inflightRequests);
+  return OperationBudget(
+      BudgetTotals{opt.budgetBytes, kDefaultOperationBudget.records, opt.budgetRequests});
+}
+
 struct Opened {
   std::unique_ptr<Journal> journal;
   std::unique_ptr<ObjectStore> store;
@@ -84,10 +92,7 @@ asio::awaitable<int> runCheckpointObjects(io::Uring& uring, const GraphOptions& 
   auto o = co_await openAll(uring, opt);
   if (!o) co_return report(o.error());
   EngineLimits limits;
-  limits.bytes = InFlightLimit(opt.inflightMib << 20);
-  limits.requests = InFlightLimit(opt.inflightRequests);
-  OperationBudget budget(
-      BudgetTotals{opt.budgetBytes, kDefaultOperationBudget.records, opt.budgetRequests});
+  OperationBudget budget = limitsFrom(opt, limits);
   CheckpointOptions copt;
   copt.segmentTargetBytes = opt.segmentMib << 20;
   auto c = co_await installCheckpoint(*o->journal, *o->store, o->ns, std::nullopt,
@@ -136,10 +141,7 @@ asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   auto o = co_await openAll(uring, opt);
   if (!o) co_return fail(o.error());
   EngineLimits limits;
-  limits.bytes = InFlightLimit(opt.inflightMib << 20);
-  limits.requests = InFlightLimit(opt.inflightRequests);
-  OperationBudget budget(
-      BudgetTotals{opt.budgetBytes, kDefaultOperationBudget.records, opt.budgetRequests});
+  OperationBudget budget = limitsFrom(opt, limits);
   VerifyOptions vopt;
   vopt.deep = opt.deep;
   auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };

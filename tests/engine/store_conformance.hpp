@@ -46,6 +46,19 @@ std::vector<StoreStatus> race(asio::io_context& context, int n, MakeTask makeTas
   return statuses;
 }
 
+// Exactly one racer won; every loser was told so (precondition failed or conflict), never ok.
+inline void expectOneWinner(const std::vector<StoreStatus>& statuses) {
+  int wins = 0;
+  for (auto s : statuses) {
+    if (s == StoreStatus::ok) {
+      ++wins;
+    } else {
+      CHECK((s == StoreStatus::preconditionFailed || s == StoreStatus::conflict));
+    }
+  }
+  CHECK(wins == 1);
+}
+
 inline void checkStrongEtag(const std::string& etag) {
   REQUIRE(etag.size() >= 3);
   CHECK(etag.front() == '"');
@@ -170,15 +183,7 @@ inline void runStoreConformance(ObjectStore& store, asio::io_context& context,
     auto statuses = race(context, 16, [&](int i) {
       return store.putIfAbsent(prefix + "race-create.bin", bytesOf("creator " + std::to_string(i)));
     });
-    int wins = 0;
-    for (auto s : statuses) {
-      if (s == StoreStatus::ok) {
-        ++wins;
-      } else {
-        CHECK((s == StoreStatus::preconditionFailed || s == StoreStatus::conflict));
-      }
-    }
-    CHECK(wins == 1);
+    expectOneWinner(statuses);
   }
   SECTION("16 concurrent compare-and-swaps on one observed ETag: exactly one wins") {
     auto created = run(context, store.putIfAbsent(prefix + "race-cas.bin", one));
@@ -188,15 +193,7 @@ inline void runStoreConformance(ObjectStore& store, asio::io_context& context,
       return store.putIfMatch(prefix + "race-cas.bin", bytesOf("swapper " + std::to_string(i)),
                               observed);
     });
-    int wins = 0;
-    for (auto s : statuses) {
-      if (s == StoreStatus::ok) {
-        ++wins;
-      } else {
-        CHECK((s == StoreStatus::preconditionFailed || s == StoreStatus::conflict));
-      }
-    }
-    CHECK(wins == 1);
+    expectOneWinner(statuses);
   }
 }
 
