@@ -140,7 +140,11 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
         },
         asio::detached);
   }
-  if (running > 0) co_await finished.wait();
+  // running can reach 0 (and notify) between spawns, so wait until it is 0 now.
+  while (running > 0) {
+    finished.reset();
+    co_await finished.wait();
+  }
   if (failure) co_return Failure<Error>{*failure};
 
   Manifest& m = out.manifest;

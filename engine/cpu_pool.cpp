@@ -23,7 +23,10 @@ boost::asio::awaitable<void> onCpuPool(std::function<void()> work) {
     std::exception_ptr failure;  // wrapped: Asio treats a bare exception_ptr as an error
   };
   Completion<Done> done;
-  boost::asio::post(cpuPool(), [&] {
+  // The pool's closure holds its own copy of the loop's executor: once it has posted the
+  // completion, the caller may resume and free its frame while this thread is still inside
+  // post(), so nothing here may refer into that frame after the work is done.
+  boost::asio::post(cpuPool(), [&work, &done, loop] {
     std::exception_ptr failure;
     try {
       work();

@@ -180,8 +180,11 @@ inline void runStoreConformance(ObjectStore& store, asio::io_context& context,
     }
   }
   SECTION("16 concurrent creators: exactly one wins, the rest are refused") {
+    // The bodies outlive the race: a coroutine keeps a view of its body until it finishes.
+    std::vector<Bytes> bodies;
+    for (int i = 0; i < 16; ++i) bodies.push_back(bytesOf("creator " + std::to_string(i)));
     auto statuses = race(context, 16, [&](int i) {
-      return store.putIfAbsent(prefix + "race-create.bin", bytesOf("creator " + std::to_string(i)));
+      return store.putIfAbsent(prefix + "race-create.bin", bodies[i]);
     });
     expectOneWinner(statuses);
   }
@@ -189,9 +192,10 @@ inline void runStoreConformance(ObjectStore& store, asio::io_context& context,
     auto created = run(context, store.putIfAbsent(prefix + "race-cas.bin", one));
     REQUIRE(created.ok());
     std::string observed = *created;
+    std::vector<Bytes> bodies;
+    for (int i = 0; i < 16; ++i) bodies.push_back(bytesOf("swapper " + std::to_string(i)));
     auto statuses = race(context, 16, [&](int i) {
-      return store.putIfMatch(prefix + "race-cas.bin", bytesOf("swapper " + std::to_string(i)),
-                              observed);
+      return store.putIfMatch(prefix + "race-cas.bin", bodies[i], observed);
     });
     expectOneWinner(statuses);
   }
