@@ -38,8 +38,6 @@ constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 // Beast reads at most max(512, free capacity) bytes per call, and at most 64 KiB: without
 // this reserve a 16 MiB body took 32,768 reads (measured: 16.7 s of CPU per GiB, 30x more).
 constexpr std::size_t kReadBufferBytes = 64 * 1024;
-// Room for the body of a response to be read in large pieces.
-constexpr std::size_t kBodyReadBufferBytes = 64 * 1024;
 
 bool equalsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -338,9 +336,6 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     }
     parser.body_limit(limit);
     if (!parser.is_done()) {
-      // The buffer grew only as large as the header; without room, Beast reads the body a
-      // few hundred bytes per syscall (measured: 65,548 recvmsg for 32 MiB, 658 with this).
-      if (c.buffer.capacity() < kBodyReadBufferBytes) c.buffer.reserve(kBodyReadBufferBytes);
       auto [bodyError, bodyBytes] = co_await http::async_read(stream, c.buffer, parser, kNoThrow);
       (void)bodyBytes;
       if (bodyError == http::error::body_limit) co_return tooLarge(parser, what);
