@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 bash scripts/install-deps.sh
 
-step() { printf '\n==== %s ====\n' "$*"; }
+started=$SECONDS
+step() { printf '\n==== %s (at %d s) ====\n' "$*" $((SECONDS - started)); }
 jobs=${CAIRN_JOBS:-$(nproc)}
 
 # The S3 integration tests run against a real server: Ceph RGW on loopback, started here and
