@@ -275,14 +275,26 @@ asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64
                                     std::to_string(length) + " bytes, over the cap of " +
                                     std::to_string(byteCap));
   }
+  // Start from the hash state of the longest prefix this process already read from the file
+  // at or below `sequence` (the durable bytes below the end never change while we hold the
+  // lock), so successive checkpoints read only what was appended since the last one.
+  Sha256 hash;
+  std::uint64_t from = 0;
+  if (prefixMemo_ && prefixMemo_->sequence <= sequence) {
+    hash = prefixMemo_->hash.clone();
+    from = ends_[prefixMemo_->sequence];
+  }
   // Hashing runs on the CPU pool while the next reads are in flight, so the disk, the hash
   // and the loop overlap.
-  Sha256 hash;
-  auto read = co_await readRangeAsync(0, length, [&](ByteView chunk) -> asio::awaitable<Res<void>> {
-    co_await onCpuPool([&] { hash.update(chunk); });
-    co_return Res<void>{};
-  });
+  auto read =
+      co_await readRangeAsync(from, length, [&](ByteView chunk) -> asio::awaitable<Res<void>> {
+        co_await onCpuPool([&] { hash.update(chunk); });
+        co_return Res<void>{};
+      });
   if (!read) co_return Failure<Error>{read.error()};
+  if (!prefixMemo_ || prefixMemo_->sequence < sequence) {
+    prefixMemo_ = PrefixMemo{sequence, hash.clone()};
+  }
   co_return Prefix{sequence, length, hash.finish()};
 }
 

@@ -101,6 +101,12 @@ class Journal {
   JournalHeader header_;
   Digest lineage_{};
   std::vector<std::uint64_t> ends_;  // ends_[s]: offset after frame s; ends_[0]: header length
+  // The hash state after the longest prefix read so far (prefix() resumes from it).
+  struct PrefixMemo {
+    std::uint64_t sequence;
+    Sha256 hash;
+  };
+  std::optional<PrefixMemo> prefixMemo_;
   std::uint64_t tornBytesCut_ = 0;
   std::uint64_t batches_ = 0;
 };

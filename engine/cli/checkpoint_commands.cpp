@@ -15,6 +15,7 @@
 #include "engine/cli/run.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/journal.hpp"
+#include "engine/publisher.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/verifier.hpp"
 #include "io/uring.hpp"
@@ -73,17 +74,30 @@ struct Opened {
   Uuid ns;
 };
 
+// The journal (taking the lock), then the store and namespace: from the options, or else from
+// the database's publisher state.
 asio::awaitable<Res<Opened>> openAll(io::Uring& uring, const GraphOptions& opt) {
   Opened o;
-  auto ns = Uuid::parse(opt.ns);
-  if (!ns || ns->isNil()) co_return err(Errc::usage, "--namespace is not a canonical UUID");
-  o.ns = *ns;
-  auto store = openStore(uring, co_await asio::this_coro::executor, opt.store);
-  if (!store) co_return err(Errc::usage, store.error());
-  o.store = std::move(*store);
   auto journal = co_await Journal::open(uring, opt.dir);
   if (!journal) co_return Failure<Error>{journal.error()};
   o.journal = std::move(*journal);
+  std::string storeUrl = opt.store;
+  std::string nsText = opt.ns;
+  if (storeUrl.empty() || nsText.empty()) {
+    auto state = co_await loadPublisherState(uring, opt.dir);
+    if (!state) co_return Failure<Error>{state.error()};
+    if (!*state) {
+      co_return err(Errc::usage, opt.dir + " has no publisher state: give --store and --namespace");
+    }
+    if (storeUrl.empty()) storeUrl = (*state)->storeUrl;
+    if (nsText.empty()) nsText = (*state)->ns.text();
+  }
+  auto ns = Uuid::parse(nsText);
+  if (!ns || ns->isNil()) co_return err(Errc::usage, "--namespace is not a canonical UUID");
+  o.ns = *ns;
+  auto store = openStore(uring, co_await asio::this_coro::executor, storeUrl);
+  if (!store) co_return err(Errc::usage, store.error());
+  o.store = std::move(*store);
   co_return o;
 }
 
@@ -193,8 +207,8 @@ asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
 
 void addCommon(CLI::App* cmd, GraphOptions& o) {
   cmd->add_option("DIR", o.dir, "database directory")->required();
-  cmd->add_option("--store", o.store, "store URL")->required();
-  cmd->add_option("--namespace", o.ns, "namespace UUID")->required();
+  cmd->add_option("--store", o.store, "store URL (default: the one DIR publishes to)");
+  cmd->add_option("--namespace", o.ns, "namespace UUID (default: DIR's)");
   cmd->add_option("--budget-bytes", o.budgetBytes, "operation byte budget");
   cmd->add_option("--budget-requests", o.budgetRequests, "operation request budget");
   cmd->add_option("--inflight-mib", o.inflightMib, "MiB held by reads and requests in flight");

@@ -5,11 +5,13 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "engine/async.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
+#include "engine/database.hpp"
 #include "engine/journal.hpp"
 
 namespace cairn::cli {
@@ -25,24 +27,52 @@ constexpr std::size_t kMaxLineBytes = limits::kMaxPayloadBytes;
 struct InitOptions {
   std::string dir;
   std::string dbId;
+  std::string store;
+  std::string ns;
+  std::string publisher;
   bool json = false;
 };
 
 asio::awaitable<int> runInit(io::Uring& uring, const InitOptions& opt) {
   auto units = utf8ToUtf16(opt.dbId);
   if (!units) co_return report(Error{Errc::usage, "--db-id is not valid UTF-8"});
-  auto journal = co_await Journal::create(uring, opt.dir, *units);
-  if (!journal) co_return report(journal.error());
-  const Journal& j = **journal;
+  std::optional<PublishTarget> target;
+  if (!opt.store.empty()) {
+    target = PublishTarget{opt.store, Uuid::random(), Uuid::random()};
+    for (auto [text, slot, name] :
+         {std::tuple{&opt.ns, &target->ns, "--namespace"},
+          std::tuple{&opt.publisher, &target->publisher, "--publisher"}}) {
+      if (text->empty()) continue;
+      auto id = Uuid::parse(*text);
+      if (!id || id->isNil()) {
+        co_return report(
+            Error{Errc::usage, std::string(name) + " is not a canonical, non-nil UUID"});
+      }
+      *slot = *id;
+    }
+  } else if (!opt.ns.empty() || !opt.publisher.empty()) {
+    co_return report(Error{Errc::usage, "--namespace and --publisher need --store"});
+  }
+  auto db = co_await Database::create(uring, opt.dir, *units, target);
+  if (!db) co_return report(db.error());
+  const Journal& j = (*db)->journal();
   if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("directory", opt.dir)
-                     .add("lineage", toHex(j.lineage()))
-                     .add("header_length", j.offsetAfter(0))
-                     .str()
-              << "\n";
+    JsonObject out;
+    out.add("directory", opt.dir)
+        .add("lineage", toHex(j.lineage()))
+        .add("header_length", j.offsetAfter(0));
+    if (target) {
+      out.add("store", target->storeUrl)
+          .add("namespace", target->ns.text())
+          .add("publisher", target->publisher.text());
+    }
+    std::cout << out.str() << "\n";
   } else {
     std::cout << "created journal in " << opt.dir << "\nlineage " << toHex(j.lineage()) << "\n";
+    if (target) {
+      std::cout << "store " << target->storeUrl << "\nnamespace " << target->ns.text()
+                << "\npublisher " << target->publisher.text() << "\n";
+    }
   }
   co_return 0;
 }
@@ -159,6 +189,9 @@ void addJournalCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("DIR", opt->dir, "database directory (created if absent)")->required();
     cmd->add_option("--db-id", opt->dbId, "database id (UTF-8; stored as UTF-16 code units)")
         ->required();
+    cmd->add_option("--store", opt->store, "store URL to publish checkpoints to");
+    cmd->add_option("--namespace", opt->ns, "namespace UUID (default: a new random one)");
+    cmd->add_option("--publisher", opt->publisher, "publisher UUID (default: a new random one)");
     cmd->add_flag("--json", opt->json, "print one JSON object");
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runInit(u, *opt); });

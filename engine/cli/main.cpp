@@ -16,6 +16,8 @@ int report(const Error& e) {
       return kExitUsage;
     case Errc::busy:
       return kExitBusy;
+    case Errc::uncertain:
+      return kExitUncertain;
     default:
       return kExitFailed;
   }
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   cairn::cli::addJournalCommands(app, exitCode);
   cairn::cli::addStoreCommands(app, exitCode);
   cairn::cli::addCheckpointCommands(app, exitCode);
+  cairn::cli::addPublishCommands(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -24,6 +24,8 @@ enum class Errc : std::uint8_t {
   diverged,    // a checkpoint and the owned journal disagree about the prefix
   store,       // the object store failed (denied, unreachable, malformed answer)
   uncertain,   // the outcome of a store request is unknown
+  conflict,    // the selected head is not the one this publisher expects (a lost race, or a
+               // head changed behind its back): refused, evidence kept
 };
 
 std::string_view errcName(Errc code);

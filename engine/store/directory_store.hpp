@@ -37,6 +37,10 @@ class DirectoryStore final : public ObjectStore {
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
   std::string describe() const override;
+  // Conditions are enforced here, under the store's own lock: always ok.
+  boost::asio::awaitable<StoreResult<void>> requireConditionalWrites() override {
+    co_return StoreResult<void>{};
+  }
 
   const std::filesystem::path& root() const { return root_; }
 

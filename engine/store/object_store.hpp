@@ -100,6 +100,9 @@ class ObjectStore {
                                                              int maxKeys) = 0;
   // Where the store is, for messages (no secrets).
   virtual std::string describe() const = 0;
+  // ok only if conditional writes are known to be enforced (publishing refuses otherwise).
+  // The directory store enforces them itself; S3 with dialect=auto runs the probe once.
+  virtual boost::asio::awaitable<StoreResult<void>> requireConditionalWrites() = 0;
 
   // Put-immutable: create-if-absent; when the key exists, read it back (bounded by the size
   // of `bytes`) and accept it only if it is byte-identical. Returns the ETag.

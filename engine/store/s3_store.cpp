@@ -139,6 +139,17 @@ asio::awaitable<StoreResult<std::string>> S3Store::putIfMatch(std::string key, B
   co_return std::move(r.etag);
 }
 
+asio::awaitable<StoreResult<void>> S3Store::requireConditionalWrites() {
+  // An explicit dialect is the operator's statement about the store; auto checks it.
+  if (!impl_->autoDialect) co_return StoreResult<void>{};
+  auto report = co_await probe();
+  if (!report.enforced) {
+    co_return storeFail(StoreStatus::failure,
+                        "the store does not enforce conditional writes: " + report.summary());
+  }
+  co_return StoreResult<void>{};
+}
+
 asio::awaitable<StoreResult<void>> S3Store::remove(std::string key) {
   if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
   auto r = co_await impl_->client->remove(key);

@@ -35,6 +35,7 @@ class S3Store final : public ObjectStore {
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
   std::string describe() const override;
+  boost::asio::awaitable<StoreResult<void>> requireConditionalWrites() override;
 
   // Runs the conditional-write probe on scratch keys (once per process; cached) and adopts
   // the dialect it found. The report says whether the store really enforces conditions.

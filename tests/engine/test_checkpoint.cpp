@@ -52,6 +52,9 @@ class CountingStore final : public ObjectStore {
     co_return co_await inner_.list(p, c, m);
   }
   std::string describe() const override { return inner_.describe(); }
+  asio::awaitable<StoreResult<void>> requireConditionalWrites() override {
+    co_return co_await inner_.requireConditionalWrites();
+  }
 
  private:
   ObjectStore& inner_;

@@ -1,7 +1,5 @@
-// The S3 backend against a real server (Ceph RGW from ../shared/s3/start-rgw.sh): the same
+// The S3 backend against a real server (Ceph RGW, tests/engine/s3_test_env.hpp): the same
 // conformance suite as the directory store, and a checkpoint verified through S3.
-// Reads S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY, S3_REGION, S3_BUCKET. Without them these
-// tests FAIL, unless CAIRN_ALLOW_NO_S3=1 outside CI (then they warn): they never skip silently.
 #include <catch2/catch.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -15,6 +13,7 @@
 #include "engine/store/s3_store.hpp"
 #include "engine/verifier.hpp"
 #include "io/uring.hpp"
+#include "tests/engine/s3_test_env.hpp"
 #include "tests/engine/store_conformance.hpp"
 
 using namespace cairn;
@@ -22,32 +21,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-// A fresh root prefix per call, so runs and sections never see each other's keys.
-std::optional<StoreUrl> rgwUrl() {
-  if (env("S3_ENDPOINT").empty() || env("S3_BUCKET").empty() || env("S3_ACCESS_KEY").empty()) {
-    bool required = env("CI") == "true" || env("CAIRN_REQUIRE_S3") == "1";
-    std::string help =
-        "S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY, S3_REGION and S3_BUCKET "
-        "must be set (eval \"$(bash ../shared/s3/start-rgw.sh)\")";
-    if (required || env("CAIRN_ALLOW_NO_S3") != "1") FAIL(help);
-    WARN("S3 store test NOT run (CAIRN_ALLOW_NO_S3=1): " + help);
-    return std::nullopt;
-  }
-  ::setenv("AWS_ACCESS_KEY_ID", env("S3_ACCESS_KEY").c_str(), 1);
-  ::setenv("AWS_SECRET_ACCESS_KEY", env("S3_SECRET_KEY").c_str(), 1);
-  static std::mt19937_64 rng(std::random_device{}());
-  std::string root = "cairn-test-" + std::to_string(rng() % 1'000'000'000'000ull);
-  std::string region = env("S3_REGION").empty() ? "us-east-1" : env("S3_REGION");
-  auto url = parseStoreUrl("s3://" + env("S3_BUCKET") + "/" + root +
-                           "?endpoint=" + env("S3_ENDPOINT") + "&region=" + region);
-  REQUIRE(url.ok());
-  return *url;
-}
+using test::rgwUrl;
 
 struct S3Fixture {
   asio::io_context context{1};

@@ -33,6 +33,8 @@ def main() -> int:
         tag = hashlib.sha256(j.data).hexdigest()[:12]
         write("journal_header", tag, j.data)
         write("frames", tag, b"\x03" + j.data[len(j.header):])
+    for name, _, _, data, _, _ in g.states:
+        write("publisher_state", name, data)
     return 0
 
 

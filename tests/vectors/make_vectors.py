@@ -3,8 +3,8 @@
 
 This is a second implementation of docs/formats.md that shares nothing with the C++ code:
 Python 3.11 standard library only, CRC32C written here as a table CRC. It builds journals,
-frames, segment objects, canonical manifests and 256-byte heads, checks every vector with its
-own reference decoder and pure checks, and writes them as C++ literals.
+frames, segment objects, canonical manifests, 256-byte heads and publisher state files, checks
+every vector with its own reference decoder and pure checks, and writes them as C++ literals.
 
 Usage:
   make_vectors.py                 regenerate tests/vectors/vectors.inc (next to this script)
@@ -660,6 +660,168 @@ def head_json(h: Head) -> dict:
         "id": h.id.hex(),
         "footer": h.footer.hex(),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Publisher state (docs/formats.md §5): one small local file, CRC32C-sealed, with up to two heads.
+
+PST_MAGIC = b"CAIRNPST"
+PST_FIXED = 82  # magic, version, flags, namespace, publisher, lineage, URL length
+MAX_STORE_URL = 4096
+MAX_ETAG = 1024
+MAX_PST_BYTES = PST_FIXED + MAX_STORE_URL + HEAD_BYTES + 2 + MAX_ETAG + HEAD_BYTES + 1 + 2 \
+    + MAX_ETAG + 4
+IF_NONE_MATCH = 1
+IF_MATCH = 2
+PST_HAS_EXPECTED = 1
+PST_HAS_PENDING = 2
+
+
+def is_strong_etag(tag: bytes) -> bool:
+    """RFC 9110 entity-tag without W/: DQUOTE *etagc DQUOTE, etagc = 21 / 23-7E / 80-FF."""
+    if len(tag) < 2 or len(tag) > MAX_ETAG or tag[:1] != b'"' or tag[-1:] != b'"':
+        return False
+    return all(c == 0x21 or 0x23 <= c <= 0x7E or c >= 0x80 for c in tag[1:-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class Expected:
+    image: bytes  # a 256-byte head image
+    etag: bytes   # exactly as the store returned it
+
+
+@dataclasses.dataclass(frozen=True)
+class Intent:
+    image: bytes       # the candidate head image
+    precondition: int  # 1 If-None-Match, 2 If-Match (anything else is refused)
+    etag: bytes        # If-Match only
+
+
+@dataclasses.dataclass(frozen=True)
+class PublisherState:
+    store_url: bytes
+    ns: bytes
+    publisher: bytes
+    lineage: bytes
+    expected: Expected | None = None
+    pending: Intent | None = None
+
+
+def check_publisher_state(s: PublisherState) -> None:
+    """Every rule on a typed state: all `format` rules, then bindings, then the transition."""
+
+    def fail(why: str):
+        raise VectorError("format", why)
+
+    if not 1 <= len(s.store_url) <= MAX_STORE_URL:
+        fail(f"store URL length {len(s.store_url)}")
+    if any(c < 0x21 or c > 0x7E for c in s.store_url):
+        fail("store URL byte outside 0x21..0x7e")
+    if s.ns == NIL_UUID:
+        fail("nil namespace")
+    if s.publisher == NIL_UUID:
+        fail("nil publisher")
+    if s.expected is not None and not is_strong_etag(s.expected.etag):
+        fail("expected ETag is not one strong entity tag")
+    prev = cand = None
+    if s.expected is not None:
+        prev = decode_head(s.expected.image)
+    if s.pending is not None:
+        p = s.pending
+        if p.precondition == IF_NONE_MATCH:
+            if p.etag:
+                fail("If-None-Match with an ETag")
+        elif p.precondition == IF_MATCH:
+            if not is_strong_etag(p.etag):
+                fail("If-Match without one strong entity tag")
+        else:
+            fail(f"precondition {p.precondition}")
+        cand = decode_head(p.image)
+        if prev is None and (cand.fields.revision != 1 or p.precondition != IF_NONE_MATCH):
+            fail("without an expected head only a revision 1 If-None-Match intent is valid")
+        if prev is not None and p.precondition != IF_MATCH:
+            fail("with an expected head the intent must be If-Match")
+    for h in (prev, cand):
+        if h is not None:
+            require_binding(h, s.ns, s.publisher, s.lineage)
+    if prev is not None and cand is not None:
+        require_successor(prev, cand)
+
+
+def pack_publisher_state(s: PublisherState, magic: bytes = PST_MAGIC, version: int = 1,
+                         flags: int | None = None, url_length: int | None = None,
+                         etag_length: int | None = None,
+                         pending_etag_length: int | None = None) -> bytes:
+    """The bytes of `s` without any check; the keyword arguments override stored fields."""
+    if flags is None:
+        flags = (PST_HAS_EXPECTED if s.expected else 0) | (PST_HAS_PENDING if s.pending else 0)
+    u = len(s.store_url) if url_length is None else url_length
+    body = magic + struct.pack(">II16s16s32sH", version, flags, s.ns, s.publisher, s.lineage, u)
+    body += s.store_url
+    if s.expected is not None:
+        e = len(s.expected.etag) if etag_length is None else etag_length
+        body += s.expected.image + struct.pack(">H", e) + s.expected.etag
+    if s.pending is not None:
+        p = len(s.pending.etag) if pending_etag_length is None else pending_etag_length
+        body += s.pending.image + struct.pack(">BH", s.pending.precondition, p) + s.pending.etag
+    return seal(body)
+
+
+def seal(body: bytes) -> bytes:
+    return body + struct.pack(">I", crc32c(body))
+
+
+def encode_publisher_state(s: PublisherState) -> bytes:
+    check_publisher_state(s)
+    data = pack_publisher_state(s)
+    assert len(data) <= MAX_PST_BYTES
+    return data
+
+
+def decode_publisher_state(data: bytes) -> PublisherState:
+    """Reference decoder: walk the layout, then exact length, CRC, and the typed rules."""
+    pos = 0
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        if n > len(data) - pos:
+            raise VectorError("format", f"needs {n} bytes at {pos}, {len(data) - pos} left")
+        pos += n
+        return data[pos - n : pos]
+
+    if take(8) != PST_MAGIC:
+        raise VectorError("format", "magic")
+    version, flags = struct.unpack(">II", take(8))
+    if version != 1:
+        raise VectorError("format", f"version {version}")
+    if flags & ~(PST_HAS_EXPECTED | PST_HAS_PENDING):
+        raise VectorError("format", f"flags {flags:#x}")
+    ns, publisher, lineage, u = struct.unpack(">16s16s32sH", take(66))
+    if not 1 <= u <= MAX_STORE_URL:
+        raise VectorError("format", f"store URL length {u}")
+    url = take(u)
+    expected = pending = None
+    if flags & PST_HAS_EXPECTED:
+        image = take(HEAD_BYTES)
+        (e,) = struct.unpack(">H", take(2))
+        if not 1 <= e <= MAX_ETAG:
+            raise VectorError("format", f"ETag length {e}")
+        expected = Expected(image, take(e))
+    if flags & PST_HAS_PENDING:
+        image = take(HEAD_BYTES)
+        precondition, p = struct.unpack(">BH", take(3))
+        if p > MAX_ETAG:
+            raise VectorError("format", f"precondition ETag length {p}")
+        pending = Intent(image, precondition, take(p))
+    body = data[:pos]
+    (crc,) = struct.unpack(">I", take(4))
+    if pos != len(data):
+        raise VectorError("format", f"{len(data) - pos} bytes after the CRC")
+    if crc != crc32c(body):
+        raise VectorError("format", "CRC32C")
+    s = PublisherState(url, ns, publisher, lineage, expected, pending)
+    check_publisher_state(s)
+    return s
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1373,6 +1535,243 @@ class Gen:
                      "journal_header base64 without '=' padding")
         self.noncanonical_manifests = nc
 
+        self.build_publisher_states()
+
+    # -- publisher state -------------------------------------------------------------------
+
+    def build_publisher_states(self) -> None:
+        H = self.heads
+        lin = self.db.lineage
+        tag_a = b'"6f1ed002ab5595859014ebf0951522d9"'
+        tag_b = b'"9b2cf535f27731c974343645a3985328-2"'
+        s3_url = b"s3://cairn-test/db1?endpoint=http://127.0.0.1:7480&region=us-east-1"
+        dir_url = b"file:///var/lib/cairn/store"
+        # The largest URL cycles through every printable byte; the largest ETags through every
+        # byte an etagc may be.
+        printable = bytes(range(0x21, 0x7F))
+        etagc = bytes([0x21] + list(range(0x23, 0x7F)) + list(range(0x80, 0x100)))
+        max_url = bytes(printable[i % len(printable)] for i in range(MAX_STORE_URL))
+        max_tag = b'"' + bytes(etagc[i % len(etagc)] for i in range(MAX_ETAG - 2)) + b'"'
+        assert is_strong_etag(max_tag) and not is_strong_etag(max_tag[:-1] + b'a"')
+
+        def state(url: bytes = s3_url, expected: tuple[str, bytes] | None = None,
+                  pending: tuple[str, int, bytes] | None = None, ns: bytes = NS,
+                  publisher: bytes = PUBLISHER, lineage: bytes = lin) -> PublisherState:
+            return PublisherState(
+                url, ns, publisher, lineage,
+                None if expected is None else Expected(H[expected[0]].image, expected[1]),
+                None if pending is None else Intent(H[pending[0]].image, pending[1],
+                                                    pending[2]))
+
+        # Valid states: (name, note, state, expected head name, candidate head name).
+        self.states: list[tuple[str, str, PublisherState, bytes, str, str]] = []
+
+        def valid(name: str, note: str, **kw) -> bytes:
+            s = state(**kw)
+            data = encode_publisher_state(s)
+            assert decode_publisher_state(data) == s, name
+            exp = kw.get("expected")
+            pen = kw.get("pending")
+            self.states.append((name, note, s, data, exp[0] if exp else "",
+                                pen[0] if pen else ""))
+            return data
+
+        uninit = valid("uninitialized", "no expected head, nothing pending (S3 store)")
+        expected_only = valid("expected_only", "expected r1 with its ETag (directory store)",
+                              url=dir_url, expected=("r1", tag_a))
+        valid("expected_r2_multipart_etag", "expected r2 with a multipart-style ETag",
+              expected=("r2", tag_b))
+        genesis = valid("genesis_pending", "no expected head; genesis candidate, If-None-Match",
+                        pending=("genesis", IF_NONE_MATCH, b""))
+        valid("genesis_pending_r1", "no expected head; r1 as the candidate, If-None-Match",
+              url=dir_url, pending=("r1", IF_NONE_MATCH, b""))
+        successor = valid("successor_pending",
+                          "expected r1; candidate r2, If-Match with r1's ETag",
+                          expected=("r1", tag_a), pending=("r2", IF_MATCH, tag_a))
+        valid("successor_pending_r3", "expected r2; candidate r3_replacement (unchanged cutoff)",
+              expected=("r2", tag_b), pending=("r3_replacement", IF_MATCH, tag_b))
+        valid("min_lengths", 'one-byte URL, empty opaque ETags ("")', url=b"/",
+              expected=("r1", b'""'), pending=("r2", IF_MATCH, b'""'))
+        valid("etag_edge_bytes", "ETag bytes at every edge of etagc: 21 23 7e 80 ff",
+              expected=("r1", b'"!#~\x80\xff"'), pending=("r2", IF_MATCH, b'"!#~\x80\xff"'))
+        largest = valid("max_lengths", "4096-byte URL, two 1024-byte ETags: the largest file",
+                        url=max_url, expected=("r1", max_tag), pending=("r2", IF_MATCH, max_tag))
+        assert len(largest) == MAX_PST_BYTES == 6747
+        assert len(uninit) == PST_FIXED + len(s3_url) + 4
+
+        # Every proper prefix of every valid image is refused.
+        for name, _, _, data, _, _ in self.states:
+            for n in range(len(data)):
+                assert outcome(decode_publisher_state, data[:n]) == "format", (name, n)
+        self.truncated_states = [name for name, *_ in self.states]
+
+        # Invalid images: (name, code, why, bytes). Every CRC is valid unless the case is the
+        # CRC, so the decoder reaches the fault the name describes.
+        bad: list[tuple[str, str, str, bytes]] = []
+
+        def refuse(name: str, code: str, why: str, data: bytes) -> None:
+            got = outcome(decode_publisher_state, data)
+            assert got == code, (name, got, code)
+            bad.append((name, code, why, data))
+
+        def refuse_state(name: str, code: str, why: str, s: PublisherState, **kw) -> None:
+            assert outcome(check_publisher_state, s) == code or kw, name
+            refuse(name, code, why, pack_publisher_state(s, **kw))
+
+        S = decode_publisher_state(successor)
+        U = decode_publisher_state(uninit)
+        E = decode_publisher_state(expected_only)
+        G = decode_publisher_state(genesis)
+        rep = dataclasses.replace
+
+        refuse("trailing_byte", "format", "one byte after the CRC", successor + b"\x00")
+        refuse("trailing_byte_resealed", "format",
+               "one byte between the last field and a valid CRC", seal(successor[:-4] + b"\x00"))
+        refuse("trailing_state", "format", "two images back to back", uninit + uninit)
+        refuse("above_largest", "format", "the largest image plus one byte", largest + b"\x00")
+        refuse_state("magic", "format", "magic CAIRNPSX", S, magic=b"CAIRNPSX")
+        refuse_state("magic_journal", "format", "a journal magic", S, magic=JOURNAL_MAGIC)
+        refuse_state("magic_head", "format", "a head magic", S, magic=HEAD_MAGIC)
+        for v in (0, 2, 0xFFFFFFFF):
+            refuse_state(f"version_{v:x}", "format", f"version {v:#x}", S, version=v)
+        for f in (4, 7, 0x80000000, 0xFFFFFFFF):
+            refuse_state(f"flags_{f:x}", "format", f"reserved flag bits {f:#x}", S, flags=f)
+        refuse_state("flags_0_with_expected", "format",
+                     "flags 0 but an expected head follows the URL", E, flags=0)
+        refuse_state("flags_pending_for_expected", "format",
+                     "flags say pending, the bytes hold an expected head", E, flags=2)
+        refuse_state("flags_expected_for_pending", "format",
+                     "flags say expected, the bytes hold a pending intent", G, flags=1)
+        refuse_state("flags_both_expected_only", "format",
+                     "flags 3 but only an expected head is stored", E, flags=3)
+        flip = bytearray(successor)
+        flip[-1] ^= 0x01
+        refuse("crc_flip", "format", "bit 0 of the CRC's last byte flipped", bytes(flip))
+        refuse("crc_zero", "format", "CRC all zero", successor[:-4] + bytes(4))
+        flip = bytearray(successor)
+        flip[PST_FIXED + 3] ^= 0x01
+        refuse("url_byte_flip", "format", "a URL byte changed, CRC not updated", bytes(flip))
+        refuse_state("url_length_0", "format", "URL length 0", rep(U, store_url=b""))
+        refuse_state("url_length_4097", "format", "URL length 4097",
+                     rep(U, store_url=max_url + b"x"))
+        refuse_state("url_length_ffff", "format", "URL length 65535, 67 bytes follow", U,
+                     url_length=0xFFFF)
+        refuse_state("url_length_overruns", "format", "URL length one more than stored", U,
+                     url_length=len(U.store_url) + 1)
+        refuse_state("url_length_short", "format", "URL length one less than stored", U,
+                     url_length=len(U.store_url) - 1)
+        for label, b in (("space", 0x20), ("nul", 0x00), ("newline", 0x0A), ("del", 0x7F),
+                         ("high", 0x80), ("ff", 0xFF)):
+            refuse_state(f"url_{label}", "format", f"URL byte {b:#04x}",
+                         rep(U, store_url=b"s3://cairn" + bytes([b]) + b"test"))
+        refuse_state("url_only_space", "format", "URL is one space", rep(U, store_url=b" "))
+        refuse_state("nil_namespace", "format", "nil namespace UUID", rep(U, ns=NIL_UUID))
+        refuse_state("nil_publisher", "format", "nil publisher UUID", rep(U, publisher=NIL_UUID))
+        refuse_state("nil_namespace_with_heads", "format",
+                     "nil namespace (a format fault) before the heads' binding",
+                     rep(S, ns=NIL_UUID))
+
+        def etag(name: str, tag: bytes, why: str, base: PublisherState = E, **kw) -> None:
+            refuse_state(name, "format", why,
+                         rep(base, expected=rep(base.expected, etag=tag)), **kw)
+
+        etag("etag_length_0", b"", "expected ETag length 0")
+        etag("etag_length_1", b'"', "expected ETag is one double quote")
+        etag("etag_length_1025", max_tag[:-1] + b'a"', "expected ETag of 1025 bytes")
+        etag("etag_length_ffff", tag_a, "ETag length 65535", etag_length=0xFFFF)
+        etag("etag_length_overruns", tag_a, "ETag length one more than stored",
+             etag_length=len(tag_a) + 1)
+        etag("etag_weak", b'W/"x"', 'weak ETag W/"x"')
+        etag("etag_weak_empty", b'W/""', 'weak ETag W/""')
+        etag("etag_unquoted", b"x", "unquoted ETag x")
+        etag("etag_unquoted_hex", tag_a[1:-1], "ETag digits without quotes")
+        etag("etag_inner_quote", b'"a"b"', 'a double quote inside: "a"b"')
+        etag("etag_open_only", b'"abc', "no closing quote")
+        etag("etag_close_only", b'abc"', "no opening quote")
+        etag("etag_space", b'"a b"', "a space inside")
+        etag("etag_control", b'"a\x01"', "a control byte inside")
+        etag("etag_del", b'"\x7f"', "DEL inside")
+        etag("etag_trailing_space", tag_a + b" ", "a space after the closing quote")
+        etag("etag_two_tags", tag_a + b"," + tag_b, "two entity tags")
+        etag("etag_star", b"*", "the wildcard *")
+
+        def intent(name: str, why: str, base: PublisherState, code: str = "format",
+                   **kw) -> None:
+            refuse_state(name, code, why, rep(base, pending=rep(base.pending, **kw)))
+
+        intent("precondition_0", "precondition byte 0", G, precondition=0)
+        intent("precondition_3", "precondition byte 3", G, precondition=3)
+        intent("precondition_ff", "precondition byte 255", S, precondition=0xFF)
+        intent("if_none_match_with_etag", "If-None-Match carrying an ETag", G, etag=tag_a)
+        intent("if_match_without_etag", "If-Match with ETag length 0", S, etag=b"")
+        intent("if_match_weak_etag", 'If-Match with W/"x"', S, etag=b'W/"x"')
+        intent("if_match_unquoted_etag", "If-Match with an unquoted ETag", S, etag=b"x")
+        intent("if_match_inner_quote", 'If-Match with "a"b"', S, etag=b'"a"b"')
+        intent("if_match_etag_1025", "If-Match with a 1025-byte ETag", S,
+               etag=max_tag[:-1] + b'a"')
+        refuse_state("if_match_etag_length_overruns", "format",
+                     "precondition ETag length one more than stored", S,
+                     pending_etag_length=len(tag_a) + 1)
+        intent("if_match_without_expected", "If-Match on a genesis candidate, no expected head",
+               G, precondition=IF_MATCH, etag=tag_a)
+        intent("if_none_match_with_expected", "If-None-Match over an expected head", S,
+               precondition=IF_NONE_MATCH, etag=b"")
+        intent("genesis_revision_2", "no expected head; candidate r2 (revision 2), "
+               "If-None-Match", G, image=H["r2"].image)
+        intent("genesis_revision_2_if_match", "no expected head; candidate r2, If-Match", G,
+               image=H["r2"].image, precondition=IF_MATCH, etag=tag_a)
+        intent("not_successor_skip", "expected r1; candidate names r1 but is revision 3", S,
+               "transition", image=H["r2_skip_revision"].image)
+        intent("not_successor_same_head", "expected r1; candidate r1 itself", S, "transition",
+               image=H["r1"].image)
+        intent("not_successor_older", "expected r2; candidate r1",
+               rep(S, expected=Expected(H["r2"].image, tag_b)), "transition",
+               image=H["r1"].image, etag=tag_b)
+        intent("not_successor_other_predecessor", "expected r1; candidate follows genesis", S,
+               "transition", image=H["r2_predecessor_other"].image)
+        intent("not_successor_sequence_back", "expected r1; candidate's prefix goes back", S,
+               "transition", image=H["r2_sequence_back"].image)
+        intent("not_successor_contradict", "expected r2; r3 with another hash for its cutoff",
+               rep(S, expected=Expected(H["r2"].image, tag_b)), "transition",
+               image=H["r3_contradict_hash"].image, etag=tag_b)
+        refuse_state("expected_other_namespace", "binding", "expected head of another namespace",
+                     rep(E, expected=Expected(H["r2_other_namespace"].image, tag_a)))
+        refuse_state("expected_other_publisher", "binding", "expected head of another publisher",
+                     rep(E, expected=Expected(H["r2_other_publisher"].image, tag_a)))
+        refuse_state("expected_other_lineage", "binding", "expected head of another lineage",
+                     rep(E, expected=Expected(H["r1_other_lineage"].image, tag_a)))
+        intent("candidate_other_lineage", "genesis candidate of another lineage", G, "binding",
+               image=H["r1_other_lineage"].image)
+        intent("candidate_other_namespace", "expected r1; candidate r2 of another namespace "
+               "(binding is checked before the transition)", S, "binding",
+               image=H["r2_other_namespace"].image)
+        refuse_state("state_other_namespace", "binding", "the state names another namespace",
+                     rep(S, ns=NS_OTHER))
+        refuse_state("state_other_publisher", "binding", "the state names another publisher",
+                     rep(S, publisher=PUBLISHER_OTHER))
+        refuse_state("state_other_lineage", "binding",
+                     "the state's lineage is SHA-256 of the display name",
+                     rep(S, lineage=sha256(b"db")))
+        refuse_state("format_before_binding", "format",
+                     "a weak ETag and a head of another namespace: format first",
+                     rep(E, expected=Expected(H["r2_other_namespace"].image, b'W/"x"')))
+
+        def damaged(image: bytes, offset: int) -> bytes:
+            d = bytearray(image)
+            d[offset] ^= 0x01
+            return bytes(d)
+
+        refuse_state("expected_head_damaged", "format", "a revision bit of the expected head",
+                     rep(E, expected=rep(E.expected, image=damaged(E.expected.image, 100))))
+        refuse_state("expected_head_footer", "format", "a footer bit of the expected head",
+                     rep(S, expected=rep(S.expected, image=damaged(S.expected.image, 224))))
+        intent("candidate_head_damaged", "a magic bit of the candidate", G,
+               image=damaged(G.pending.image, 0))
+        intent("candidate_head_footer", "a footer bit of the candidate", S,
+               image=damaged(S.pending.image, 255))
+        intent("candidate_head_zero", "an all-zero candidate image", S, image=bytes(HEAD_BYTES))
+        self.bad_states = bad
+
     def bad_image(self, name: str) -> bytes:
         for n, image, *_ in self.bad_heads:
             if n == name:
@@ -1389,7 +1788,8 @@ class Gen:
         w("// Check:      python3 tests/vectors/make_vectors.py --check   (CTest: "
           "vectors.regenerate)")
         w("// An independent implementation (Python standard library, its own CRC32C) produced")
-        w("// every byte below; tests/format/test_vectors.cpp holds the C++ code to it.")
+        w("// every byte below; tests/format/test_vectors.cpp and test_publisher_state.cpp hold")
+        w("// the C++ code to it.")
         w("// clang-format off")
         w("")
         w("#include <cstdint>")
@@ -1580,6 +1980,36 @@ class Gen:
         w('inline constexpr std::string_view kDivergentHeads[] = {"a_r1", "a_r2", "b_r1", '
           '"b_r2", "splice_b_after_a"};')
         w("")
+
+        w("// Publisher state files (docs/formats.md §5). Heads are named by their kHeads entry")
+        w("// (\"\" when absent); URLs and ETags are the exact stored bytes; precondition is 1")
+        w("// (If-None-Match) or 2 (If-Match), 0 when no intent is pending.")
+        w(f"inline constexpr std::uint64_t kPublisherStateMaxBytes = {MAX_PST_BYTES};")
+        w("inline constexpr PublisherStateVector kPublisherStates[] = {")
+        for name, note, st, data, exp, cand in self.states:
+            w(f"    // {note}")
+            w(f'    {{"{name}",')
+            w(f"     {hexlit(data)},")
+            w(f"     {strlit(st.store_url)},")
+            w(f'     "{uuid_text(st.ns)}", "{uuid_text(st.publisher)}",')
+            w(f'     "{st.lineage.hex()}",')
+            w(f'     "{exp}", {strlit(st.expected.etag if st.expected else b"")},')
+            w(f'     "{cand}", {st.pending.precondition if st.pending else 0}, '
+              f'{strlit(st.pending.etag if st.pending else b"")}}},')
+        w("};")
+        w("// Every proper prefix (lengths 0..n-1) of these valid images is refused (code format).")
+        w("inline constexpr std::string_view kPublisherStatesTruncated[] = {")
+        for name in self.truncated_states:
+            w(f'    "{name}",')
+        w("};")
+        w("// Images decodePublisherState must refuse, with the code it must give. The CRC is")
+        w("// valid unless the case is about the CRC, so each reaches the fault its name says.")
+        w("inline constexpr BadPublisherStateVector kBadPublisherStates[] = {")
+        for name, code, why, data in self.bad_states:
+            w(f'    {{"{name}", "{code}", {strlit(why.encode())},')
+            w(f"     {hexlit(data)}}},")
+        w("};")
+        w("")
         w("}  // namespace cairn::vectors")
         w("")
         w("// clang-format on")
@@ -1737,6 +2167,27 @@ struct ManifestBindingCase {
   std::string_view manifest;
   std::uint64_t length;  // bytes of manifest
   std::string_view code;
+};
+
+struct PublisherStateVector {
+  std::string_view name;
+  std::string_view imageHex;
+  std::string_view storeUrl;
+  std::string_view ns;
+  std::string_view publisher;
+  std::string_view lineageHex;
+  std::string_view expectedHead;  // kHeads name, "" when absent
+  std::string_view expectedEtag;
+  std::string_view candidateHead;  // kHeads name, "" when no intent is pending
+  int precondition;                // 1 If-None-Match, 2 If-Match, 0 when none is pending
+  std::string_view pendingEtag;
+};
+
+struct BadPublisherStateVector {
+  std::string_view name;
+  std::string_view code;
+  std::string_view why;
+  std::string_view imageHex;
 };
 """
 

@@ -1,0 +1,90 @@
+#include "engine/database.hpp"
+
+#include <boost/asio/this_coro.hpp>
+
+#include "engine/store/object_store.hpp"
+#include "engine/store/open_store.hpp"
+
+namespace cairn {
+
+namespace asio = boost::asio;
+
+Database::~Database() = default;
+
+asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
+    io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
+    const std::optional<PublishTarget>& target, DatabaseOptions options) {
+  if (target) {
+    // Refuse a bad target before anything is created.
+    auto url = parseStoreUrl(target->storeUrl);
+    if (!url) co_return err(Errc::usage, url.error());
+    // The state file keeps the URL as printable ASCII (docs/formats.md §5).
+    bool printable = !target->storeUrl.empty() && target->storeUrl.size() <= kMaxStoreUrlBytes;
+    for (char c : target->storeUrl) printable = printable && c > 0x20 && c < 0x7f;
+    if (!printable) {
+      co_return err(Errc::usage,
+                    "the store URL must be 1..4096 bytes of printable ASCII without spaces");
+    }
+    if (target->ns.isNil() || target->publisher.isNil()) {
+      co_return err(Errc::usage, "the namespace and publisher must not be the nil UUID");
+    }
+  }
+  std::unique_ptr<Database> db(new Database());
+  auto journal = co_await Journal::create(uring, dir, databaseId, options.journal);
+  if (!journal) co_return Failure<Error>{journal.error()};
+  db->journal_ = std::move(*journal);
+  if (target) {
+    PublisherState state;
+    state.storeUrl = target->storeUrl;
+    state.ns = target->ns;
+    state.publisher = target->publisher;
+    state.lineage = db->journal_->lineage();
+    auto init = co_await initializePublisher(uring, dir, state);
+    if (!init) co_return Failure<Error>{init.error()};
+  }
+  auto attached = co_await attach(uring, *db, dir, std::move(options));
+  if (!attached) co_return Failure<Error>{attached.error()};
+  co_return db;
+}
+
+asio::awaitable<Res<std::unique_ptr<Database>>> Database::open(io::Uring& uring,
+                                                               const std::filesystem::path& dir,
+                                                               DatabaseOptions options) {
+  std::unique_ptr<Database> db(new Database());
+  auto journal = co_await Journal::open(uring, dir, options.journal);
+  if (!journal) co_return Failure<Error>{journal.error()};
+  db->journal_ = std::move(*journal);
+  auto attached = co_await attach(uring, *db, dir, std::move(options));
+  if (!attached) co_return Failure<Error>{attached.error()};
+  co_return db;
+}
+
+// Loads the publisher state (under the lock the journal holds) and opens its store.
+asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
+                                            const std::filesystem::path& dir,
+                                            DatabaseOptions options) {
+  auto state = co_await loadPublisherState(uring, dir);
+  if (!state) co_return Failure<Error>{state.error()};
+  if (!*state) co_return Res<void>{};  // journal-only
+  if ((*state)->lineage != db.journal_->lineage()) {
+    co_return err(Errc::binding, "the publisher state belongs to another journal (lineage " +
+                                     toHex((*state)->lineage) + ")");
+  }
+  auto store = openStore(uring, co_await asio::this_coro::executor, (*state)->storeUrl);
+  if (!store) co_return err(Errc::usage, "store " + (*state)->storeUrl + ": " + store.error());
+  db.store_ = std::move(*store);
+  db.publisher_ =
+      std::make_unique<Publisher>(uring, *db.journal_, *db.store_, dir, std::move(**state),
+                                  db.limits_, std::move(options.publish));
+  co_return Res<void>{};
+}
+
+asio::awaitable<Res<PublishResult>> Database::checkpoint() {
+  if (!publisher_) {
+    co_return err(Errc::usage,
+                  "this database has no store to publish to (create it with a store URL)");
+  }
+  co_return co_await publisher_->checkpoint();
+}
+
+}  // namespace cairn

@@ -1,0 +1,73 @@
+// The embedded API (docs/embedding.md): one database directory, its durable journal, and the
+// publisher that checkpoints it to the store its state names.
+//
+//   auto db = co_await cairn::Database::open(uring, "/var/lib/app/db");
+//   std::uint64_t seq = *co_await (*db)->append(payload);   // durable when it returns
+//   auto published = co_await (*db)->checkpoint();          // selected, or a typed error
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/budget.hpp"
+#include "engine/journal.hpp"
+#include "engine/publisher.hpp"
+
+namespace cairn {
+
+class ObjectStore;
+
+// Where a new database publishes: the store URL (docs/stores.md) and its bindings.
+struct PublishTarget {
+  std::string storeUrl;
+  Uuid ns;         // the namespace; Uuid::random() for a new one
+  Uuid publisher;  // this publisher's binding; Uuid::random() for a new one
+};
+
+struct DatabaseOptions {
+  JournalOptions journal;
+  PublishOptions publish;
+};
+
+class Database {
+ public:
+  // Creates DIR with a new journal and, with a target, the publisher state (the namespace
+  // starts uninitialized). Takes the directory lock.
+  static boost::asio::awaitable<Res<std::unique_ptr<Database>>> create(
+      io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
+      const std::optional<PublishTarget>& target, DatabaseOptions options = {});
+  // Opens DIR: the journal (taking the lock, cutting a torn tail), the publisher state and
+  // the store it names.
+  static boost::asio::awaitable<Res<std::unique_ptr<Database>>> open(
+      io::Uring& uring, const std::filesystem::path& dir, DatabaseOptions options = {});
+  ~Database();
+
+  // Appends one record; returns its sequence once it is durable (group commit).
+  boost::asio::awaitable<Res<std::uint64_t>> append(ByteView payload) {
+    return journal_->append(payload);
+  }
+  // Publishes a checkpoint of everything acknowledged so far (DESIGN.md §6).
+  boost::asio::awaitable<Res<PublishResult>> checkpoint();
+
+  Journal& journal() { return *journal_; }
+  // nullptr for a journal-only database (created without a target).
+  Publisher* publisher() { return publisher_.get(); }
+  ObjectStore* store() { return store_.get(); }
+  EngineLimits& limits() { return limits_; }
+
+ private:
+  Database() = default;
+  static boost::asio::awaitable<Res<void>> attach(io::Uring& uring, Database& db,
+                                                  const std::filesystem::path& dir,
+                                                  DatabaseOptions options);
+
+  EngineLimits limits_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<ObjectStore> store_;
+  std::unique_ptr<Publisher> publisher_;
+};
+
+}  // namespace cairn

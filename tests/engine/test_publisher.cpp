@@ -1,0 +1,515 @@
+// Conditional publication (DESIGN.md §6): every row of the observation table, on the
+// directory store and on RGW. The store is wrapped in an InterceptStore that answers with the
+// outcome a row needs (uncertain after applying, uncertain without applying, 409, 403) or
+// acts between two requests (a concurrent writer, a rollback, a deleted head). Each
+// checkpoint runs on a Publisher loaded afresh from the state file, as after a restart.
+#include <catch2/catch.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <functional>
+#include <vector>
+
+#include "engine/format/keys.hpp"
+#include "engine/journal.hpp"
+#include "engine/publisher.hpp"
+#include "engine/store/intercept_store.hpp"
+#include "engine/store/open_store.hpp"
+#include "io/uring.hpp"
+#include "tests/engine/s3_test_env.hpp"
+#include "tests/io/io_test_support.hpp"
+
+using namespace cairn;
+namespace asio = boost::asio;
+using io::test::runToCompletion;
+
+namespace {
+
+StoreOutcome answer(StoreStatus status, int http = 0) {
+  StoreOutcome o;
+  o.status = status;
+  o.http = http;
+  o.message = "injected by the test";
+  return o;
+}
+
+bool isHeadPut(StoreOp op) { return op == StoreOp::putIfAbsent || op == StoreOp::putIfMatch; }
+
+// One database (journal + publisher state) publishing to a store shared by the test.
+struct Db {
+  std::filesystem::path dir;
+  std::unique_ptr<Journal> journal;
+};
+
+struct World {
+  io::test::TempDir tmp;
+  asio::io_context context{1};
+  io::Uring uring{context, 256};
+  std::string url;
+  std::unique_ptr<ObjectStore> inner;  // the real store
+  InterceptStore::Before before;       // the test's hooks, changeable between steps
+  InterceptStore::After after;
+  std::unique_ptr<InterceptStore> store;
+  EngineLimits limits;
+  Uuid ns = Uuid::random();
+  std::string headKey = keys::currentHead(ns);
+
+  explicit World(std::optional<std::string> s3Url) {
+    url = s3Url ? *s3Url : (tmp.path() / "store").string();
+    auto opened = openStore(uring, context.get_executor(), url);
+    REQUIRE(opened.ok());
+    inner = std::move(*opened);
+    store = std::make_unique<InterceptStore>(
+        *inner,
+        [this](StoreOp op, const std::string& key,
+               ByteView bytes) -> asio::awaitable<std::optional<StoreOutcome>> {
+          if (!before) co_return std::nullopt;
+          co_return co_await before(op, key, bytes);
+        },
+        [this](StoreOp op, const std::string& key, StoreStatus s) -> std::optional<StoreOutcome> {
+          if (!after) return std::nullopt;
+          return after(op, key, s);
+        });
+  }
+
+  template <class T>
+  T run(asio::awaitable<T> task) {
+    return runToCompletion(context, std::move(task));
+  }
+
+  Db create(const std::string& name, std::u16string id = u"db") {
+    Db db{tmp.path() / name, nullptr};
+    auto j = run(Journal::create(uring, db.dir, id));
+    REQUIRE(j.ok());
+    db.journal = std::move(*j);
+    PublisherState s;
+    s.storeUrl = url;
+    s.ns = ns;
+    s.publisher = *Uuid::parse("7d444840-9dc0-11d1-b245-5ffdce74fad2");
+    s.lineage = db.journal->lineage();
+    REQUIRE(run(initializePublisher(uring, db.dir, s)).ok());
+    return db;
+  }
+
+  void append(Db& db, int count, const std::string& tag) {
+    int failures = 0;
+    for (int i = 0; i < count; ++i) {
+      asio::co_spawn(
+          context,
+          [&, p = tag + " " + std::to_string(i)]() -> asio::awaitable<void> {
+            if (!co_await db.journal->append(asBytes(p))) ++failures;
+          },
+          asio::detached);
+    }
+    context.restart();
+    context.run();
+    REQUIRE(failures == 0);
+  }
+
+  PublisherState state(const Db& db) {
+    auto s = run(loadPublisherState(uring, db.dir));
+    REQUIRE(s.ok());
+    REQUIRE(s->has_value());
+    return **s;
+  }
+
+  // One checkpoint by a publisher loaded from the state file (as a new process would).
+  Res<PublishResult> checkpoint(Db& db, ObjectStore* through = nullptr) {
+    PublishOptions o;
+    o.retryPause = std::chrono::milliseconds(1);
+    o.checkpoint.segmentTargetBytes = 4096;
+    Publisher p(uring, *db.journal, through ? *through : *store, db.dir, state(db), limits, o);
+    return run(p.checkpoint());
+  }
+
+  std::optional<StoredObject> current() {
+    auto got = run(inner->get(headKey, limits::kHeadBytes));
+    if (!got) {
+      REQUIRE(got.error().status == StoreStatus::missing);
+      return std::nullopt;
+    }
+    return *got;
+  }
+};
+
+// A valid successor of `previous` that this publisher did not write.
+Head forgedSuccessor(const Head& previous) {
+  HeadFields f = previous.fields();
+  f.revision += 1;
+  f.publication = Uuid::random();
+  f.predecessor = previous.reference();
+  auto h = makeHead(f);
+  REQUIRE(h.ok());
+  return *h;
+}
+
+void observationTable(const std::optional<std::string>& s3Url) {
+  World w(s3Url);
+  Db db = w.create("db");
+  w.append(db, 300, "first");
+
+  SECTION("genesis, then successors chained through the immutable head copies") {
+    auto r1 = w.checkpoint(db);
+    REQUIRE(r1.ok());
+    CHECK(r1->outcome == PublishOutcome::selected);
+    CHECK(r1->head.fields().revision == 1);
+    CHECK(!r1->head.fields().predecessor);
+    auto again = w.checkpoint(db);
+    REQUIRE(again.ok());
+    CHECK(again->outcome == PublishOutcome::unchanged);
+    w.append(db, 100, "second");
+    auto r2 = w.checkpoint(db);
+    REQUIRE(r2.ok());
+    CHECK(r2->outcome == PublishOutcome::selected);
+    CHECK(r2->head.fields().revision == 2);
+    CHECK(r2->head.fields().prefixSequence == 400);
+    REQUIRE(r2->head.fields().predecessor);
+    CHECK(r2->head.fields().predecessor->id == r1->head.id());
+    auto copy = w.run(w.inner->get(keys::headCopy(w.ns, r1->head.id()), 256));
+    REQUIRE(copy.ok());
+    CHECK(Bytes(r1->head.image().begin(), r1->head.image().end()) == copy->bytes);
+    auto s = w.state(db);
+    REQUIRE(s.expected);
+    CHECK(s.expected->head.image() == r2->head.image());
+    CHECK(!s.pending);
+    auto cur = w.current();
+    REQUIRE(cur);
+    CHECK(s.expected->etag == cur->etag);  // the ETag the store gave, not one made from content
+  }
+
+  SECTION("uncertain after the store applied it: the re-read finds the candidate selected") {
+    int puts = 0;
+    w.after = [&](StoreOp op, const std::string& key,
+                  StoreStatus s) -> std::optional<StoreOutcome> {
+      if (key != w.headKey || !isHeadPut(op)) return std::nullopt;
+      ++puts;
+      REQUIRE(s == StoreStatus::ok);
+      return answer(StoreStatus::uncertain);  // the response was "lost"
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(r.ok());
+    CHECK(r->outcome == PublishOutcome::selected);
+    CHECK(puts == 1);  // no re-send: the re-read settled it
+    auto s = w.state(db);
+    CHECK(!s.pending);
+    REQUIRE(s.expected);
+    CHECK(s.expected->head.image() == r->head.image());
+  }
+
+  SECTION("uncertain before applying: re-sent with the same bytes and precondition") {
+    std::vector<Bytes> sent;
+    w.before = [&](StoreOp op, const std::string& key,
+                   ByteView bytes) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key != w.headKey || !isHeadPut(op)) co_return std::nullopt;
+      sent.emplace_back(bytes.begin(), bytes.end());
+      if (sent.size() <= 2) co_return answer(StoreStatus::uncertain);
+      co_return std::nullopt;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(r.ok());
+    REQUIRE(sent.size() == 3);
+    CHECK(sent[0] == sent[1]);
+    CHECK(sent[1] == sent[2]);
+    CHECK(Bytes(r->head.image().begin(), r->head.image().end()) == sent[2]);
+  }
+
+  SECTION("uncertain on every try: the intent stays pending and the next run settles it") {
+    Bytes proposed;
+    w.before = [&](StoreOp op, const std::string& key,
+                   ByteView bytes) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key != w.headKey || !isHeadPut(op)) co_return std::nullopt;
+      proposed.assign(bytes.begin(), bytes.end());
+      co_return answer(StoreStatus::uncertain);
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::uncertain);
+    auto s = w.state(db);
+    REQUIRE(s.pending);
+    CHECK(Bytes(s.pending->candidate.image().begin(), s.pending->candidate.image().end()) ==
+          proposed);
+    CHECK(s.pending->precondition == Precondition::ifNoneMatch);
+    CHECK(!w.current());
+    // A pending intent blocks new candidates: the next run re-sends exactly the same one.
+    w.append(db, 10, "meanwhile");
+    std::vector<Bytes> resent;
+    w.before = [&](StoreOp op, const std::string& key,
+                   ByteView bytes) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key == w.headKey && isHeadPut(op)) resent.emplace_back(bytes.begin(), bytes.end());
+      co_return std::nullopt;
+    };
+    auto next = w.checkpoint(db);
+    REQUIRE(next.ok());
+    CHECK(next->reconciledIntent);
+    REQUIRE(resent.size() == 2);
+    CHECK(resent[0] == proposed);  // the old candidate first, then one for the new records
+    CHECK(next->head.fields().revision == 2);
+    CHECK(next->head.fields().prefixSequence == 310);
+  }
+
+  SECTION("412 after another writer won: refused, evidence kept, nothing adopted") {
+    REQUIRE(w.checkpoint(db).ok());
+    w.append(db, 20, "second");
+    std::optional<Head> forged;
+    w.before = [&](StoreOp op, const std::string& key,
+                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key != w.headKey || op != StoreOp::putIfMatch || forged) co_return std::nullopt;
+      // Another writer replaces the head between our read and our conditional PUT.
+      auto cur = co_await w.inner->get(w.headKey, 256);
+      REQUIRE(cur.ok());
+      auto h = decodeHead(cur->bytes);
+      REQUIRE(h.ok());
+      forged = forgedSuccessor(*h);
+      auto put = co_await w.inner->putIfMatch(w.headKey, forged->image(), cur->etag);
+      REQUIRE(put.ok());
+      co_return std::nullopt;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::conflict);
+    auto s = w.state(db);
+    REQUIRE(s.pending);  // the evidence
+    REQUIRE(s.expected);
+    CHECK(s.expected->head.fields().revision == 1);  // never rebased onto the forged head
+    auto cur = w.current();
+    REQUIRE(cur);
+    CHECK(Bytes(forged->image().begin(), forged->image().end()) == cur->bytes);
+    // And it stays refused.
+    w.before = {};
+    auto again = w.checkpoint(db);
+    REQUIRE(!again.ok());
+    CHECK(again.error().code == Errc::conflict);
+    CHECK(w.current()->bytes == cur->bytes);
+  }
+
+  SECTION("409 (or a provider's 500 on a race) with the head unchanged: pending, then re-sent") {
+    REQUIRE(w.checkpoint(db).ok());
+    w.append(db, 20, "second");
+    int answered = 0;
+    w.before = [&](StoreOp op, const std::string& key,
+                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key != w.headKey || op != StoreOp::putIfMatch || answered++ > 0) co_return std::nullopt;
+      co_return answer(StoreStatus::conflict, 409);
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::conflict);
+    auto s = w.state(db);
+    REQUIRE(s.pending);
+    CHECK(s.pending->precondition == Precondition::ifMatch);
+    auto next = w.checkpoint(db);
+    REQUIRE(next.ok());
+    CHECK(next->reconciledIntent);
+    CHECK(next->head.image() == s.pending->candidate.image());
+  }
+
+  SECTION("403 is a failure, not absence: pending, nothing selected") {
+    w.before = [&](StoreOp op, const std::string& key,
+                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key != w.headKey || !isHeadPut(op)) co_return std::nullopt;
+      co_return answer(StoreStatus::failure, 403);
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::store);
+    CHECK(w.state(db).pending);
+    CHECK(!w.current());
+  }
+
+  SECTION("a failed head read is a failure, never taken for an uninitialized namespace") {
+    w.before = [&](StoreOp op, const std::string& key,
+                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key == w.headKey && op == StoreOp::get) co_return answer(StoreStatus::failure, 403);
+      co_return std::nullopt;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::store);
+    CHECK(!w.state(db).pending);
+  }
+
+  SECTION("a deleted head is refused, never re-created") {
+    REQUIRE(w.checkpoint(db).ok());
+    REQUIRE(w.run(w.inner->remove(w.headKey)).ok());
+    w.append(db, 5, "second");
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::conflict);
+    CHECK(!w.current());
+    CHECK(!w.state(db).pending);
+  }
+
+  SECTION("a rollback to an older head is refused") {
+    auto r1 = w.checkpoint(db);
+    REQUIRE(r1.ok());
+    w.append(db, 5, "second");
+    REQUIRE(w.checkpoint(db).ok());
+    auto cur = w.current();
+    REQUIRE(cur);
+    REQUIRE(w.run(w.inner->putIfMatch(w.headKey, r1->head.image(), cur->etag)).ok());
+    w.append(db, 5, "third");
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::conflict);
+  }
+
+  SECTION("a forged successor is refused") {
+    auto r1 = w.checkpoint(db);
+    REQUIRE(r1.ok());
+    auto cur = w.current();
+    Head forged = forgedSuccessor(r1->head);
+    REQUIRE(w.run(w.inner->putIfMatch(w.headKey, forged.image(), cur->etag)).ok());
+    w.append(db, 5, "second");
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::conflict);
+    CHECK(w.current()->bytes == Bytes(forged.image().begin(), forged.image().end()));
+  }
+
+  SECTION("genesis only when the local state says uninitialized: an existing head is refused") {
+    REQUIRE(w.checkpoint(db).ok());
+    Db other = w.create("other");
+    w.append(other, 5, "other");
+    auto r = w.checkpoint(other);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::conflict);
+  }
+
+  SECTION("a damaged graph fails closed with the missing object named") {
+    auto r1 = w.checkpoint(db);
+    REQUIRE(r1.ok());
+    auto page = w.run(w.inner->list("ns-" + w.ns.compactHex() + "-segment-", "", 1000));
+    REQUIRE(page.ok());
+    REQUIRE(!page->objects.empty());
+    REQUIRE(w.run(w.inner->remove(page->objects.front().key)).ok());
+    w.append(db, 5, "second");
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::missing);
+    CHECK(r.error().key == page->objects.front().key);
+  }
+
+  SECTION("two publishers with copied state race: one wins, the other refuses and says so") {
+    REQUIRE(w.checkpoint(db).ok());
+    // B: the same journal and state, copied; each then appends its own records.
+    Db b{w.tmp.path() / "copy", nullptr};
+    std::filesystem::create_directories(b.dir);
+    std::filesystem::copy_file(db.dir / Journal::kFileName, b.dir / Journal::kFileName);
+    std::filesystem::copy_file(db.dir / kPublisherStateFile, b.dir / kPublisherStateFile);
+    auto jb = w.run(Journal::open(w.uring, b.dir));
+    REQUIRE(jb.ok());
+    b.journal = std::move(*jb);
+    w.append(db, 10, "a");
+    w.append(b, 12, "b");
+    // A's conditional PUT waits until B has published its whole checkpoint.
+    std::optional<Res<PublishResult>> bResult;
+    Publisher pb(w.uring, *b.journal, *w.inner, b.dir, w.state(b), w.limits, PublishOptions{});
+    w.before = [&](StoreOp op, const std::string& key,
+                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key != w.headKey || op != StoreOp::putIfMatch || bResult) co_return std::nullopt;
+      bResult = co_await pb.checkpoint();
+      co_return std::nullopt;
+    };
+    auto a = w.checkpoint(db);
+    REQUIRE(bResult);
+    REQUIRE(bResult->ok());
+    CHECK((*bResult)->head.fields().revision == 2);
+    REQUIRE(!a.ok());
+    CHECK(a.error().code == Errc::conflict);
+    CHECK(w.state(db).pending);  // A keeps its evidence
+    auto cur = w.current();
+    CHECK(cur->bytes == Bytes((*bResult)->head.image().begin(), (*bResult)->head.image().end()));
+    CHECK((*bResult)->head.fields().prefixSequence == 312);
+  }
+
+  SECTION("a head whose prefix is not this journal's is refused") {
+    REQUIRE(w.checkpoint(db).ok());
+    // Same database id (so the same lineage), different first records, the state copied.
+    Db twin{w.tmp.path() / "twin", nullptr};
+    auto j = w.run(Journal::create(w.uring, twin.dir, u"db"));
+    REQUIRE(j.ok());
+    twin.journal = std::move(*j);
+    std::filesystem::copy_file(db.dir / kPublisherStateFile, twin.dir / kPublisherStateFile);
+    w.append(twin, 400, "twin");
+    auto r = w.checkpoint(twin);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::diverged);
+  }
+}
+
+// Conditions not enforced: forwards everything, but says so.
+class UnconditionalStore final : public ObjectStore {
+ public:
+  explicit UnconditionalStore(ObjectStore& inner) : inner_(inner) {}
+  asio::awaitable<StoreResult<StoredObject>> get(std::string k, std::uint64_t m) override {
+    co_return co_await inner_.get(k, m);
+  }
+  asio::awaitable<StoreResult<ObjectInfo>> head(std::string k) override {
+    co_return co_await inner_.head(k);
+  }
+  asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string k, ByteView b) override {
+    co_return co_await inner_.putIfAbsent(k, b);
+  }
+  asio::awaitable<StoreResult<std::string>> putIfMatch(std::string k, ByteView b,
+                                                       std::string e) override {
+    co_return co_await inner_.putIfMatch(k, b, e);
+  }
+  asio::awaitable<StoreResult<void>> remove(std::string k) override {
+    co_return co_await inner_.remove(k);
+  }
+  asio::awaitable<StoreResult<ListPage>> list(std::string p, std::string c, int m) override {
+    co_return co_await inner_.list(p, c, m);
+  }
+  std::string describe() const override { return "unconditional"; }
+  asio::awaitable<StoreResult<void>> requireConditionalWrites() override {
+    co_return storeFail(StoreStatus::failure, "the probe found conditions ignored");
+  }
+
+ private:
+  ObjectStore& inner_;
+};
+
+}  // namespace
+
+TEST_CASE("publication: the observation table on the directory store", "[publisher]") {
+  observationTable(std::nullopt);
+}
+
+TEST_CASE("publication: the observation table on RGW", "[publisher][s3]") {
+  auto url = test::rgwUrlText();
+  if (!url) return;
+  observationTable(url);
+}
+
+TEST_CASE("publication refuses a store that does not enforce conditions", "[publisher]") {
+  World w(std::nullopt);
+  Db db = w.create("db");
+  w.append(db, 10, "x");
+  UnconditionalStore unconditional(*w.inner);
+  auto r = w.checkpoint(db, &unconditional);
+  REQUIRE(!r.ok());
+  CHECK(r.error().code == Errc::store);
+  CHECK(!w.current());
+}
+
+TEST_CASE("a damaged publisher state is an error, never a reset", "[publisher]") {
+  World w(std::nullopt);
+  Db db = w.create("db");
+  w.append(db, 10, "x");
+  REQUIRE(w.checkpoint(db).ok());
+  auto path = db.dir / kPublisherStateFile;
+  Bytes good = io::test::readWholeFile(path);
+  for (std::size_t at : {std::size_t{0}, std::size_t{40}, good.size() - 1}) {
+    Bytes bad = good;
+    bad[at] ^= 0x10;
+    io::test::writeWholeFile(path, bad);
+    auto s = w.run(loadPublisherState(w.uring, db.dir));
+    REQUIRE(!s.ok());
+    CHECK(s.error().code == Errc::format);
+    CHECK(io::test::readWholeFile(path) == bad);  // left as found, for the operator
+  }
+  io::test::writeWholeFile(path, Bytes(good.begin(), good.end() - 1));
+  CHECK(!w.run(loadPublisherState(w.uring, db.dir)).ok());
+}
