@@ -117,10 +117,23 @@ void Publisher::fault(std::string_view point) const {
 }
 
 asio::awaitable<Res<PublishResult>> Publisher::checkpoint() {
+  // One checkpoint at a time per publisher: a second call waits, then finds the first one's
+  // head selected (and publishes only what came after it).
+  auto turn = co_await checkpointing_.lock();
+  co_return co_await checkpointAlone();
+}
+
+asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone() {
   if (state_.lineage != journal_.lineage()) {
     co_return err(Errc::binding, "the publisher state is bound to lineage " +
                                      toHex(state_.lineage) + ", the journal is " +
                                      toHex(journal_.lineage()));
+  }
+  // Publishing needs a store that enforces conditions; find out before anything is recorded.
+  if (!conditionsChecked_) {
+    auto enforced = co_await store_.requireConditionalWrites();
+    if (!enforced) co_return storeError(enforced.error(), store_.describe());
+    conditionsChecked_ = true;
   }
   OperationBudget budget(options_.budget);
   PublishResult result;
@@ -164,6 +177,15 @@ asio::awaitable<Res<Publisher::Observation>> Publisher::observeHead() {
   if (!got) {
     // Only a real "no such key" is absence; every other failure stays a failure.
     if (got.error().status == StoreStatus::missing) co_return seen;
+    if (got.error().status == StoreStatus::failure) {
+      // Over the 256-byte bound? Then the head is malformed (format), not the store broken.
+      auto info = co_await store_.head(key);
+      if (info && info->size != limits::kHeadBytes) {
+        co_return Failure<Error>{
+            Error{Errc::format,
+                  key + " is " + std::to_string(info->size) + " bytes, not a 256-byte head", key}};
+      }
+    }
     co_return storeError(got.error(), key);
   }
   auto head = decodeHead(got->bytes);
@@ -247,8 +269,8 @@ asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
   // Uploads pass the test fault points when a hook is set.
   InterceptStore hooked(
       store_,
-      [this](StoreOp op, const std::string&,
-             ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+      [this](StoreOp op, const std::string&, ByteView,
+             const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
         if (op == StoreOp::putIfAbsent) fault("before-upload");
         co_return std::nullopt;
       },
@@ -309,6 +331,7 @@ asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
 
 // Step 5.
 asio::awaitable<Res<void>> Publisher::recordIntent(const PendingIntent& intent) {
+  if (state_.pending) co_return err(Errc::usage, "internal: an intent is already pending");
   PublisherState next = state_;
   next.pending = intent;
   fault("before-intent");
@@ -323,14 +346,20 @@ asio::awaitable<Res<PublishResult>> Publisher::sendAndReconcile(PublishResult re
                                                                 OperationBudget& budget) {
   const PendingIntent intent = *state_.pending;
   std::string key = keys::currentHead(state_.ns);
-  if (!conditionsChecked_) {
-    auto enforced = co_await store_.requireConditionalWrites();
-    if (!enforced) co_return storeError(enforced.error(), store_.describe());
-    conditionsChecked_ = true;
-  }
+  // Once a PUT's answer was "unknown", later failures leave the outcome unknown too.
+  auto unknownIfSent = [&](Error e, bool unknown) {
+    if (unknown) {
+      e.code = Errc::uncertain;
+      e.message = "the conditional PUT's outcome is unknown and could not be settled (" +
+                  e.message + "); candidate " + toHex(intent.candidate.id()) +
+                  " stays pending for the next checkpoint";
+    }
+    return Failure<Error>{std::move(e)};
+  };
+  bool unknown = false;
   for (int attempt = 0;; ++attempt) {
     if (auto r = budget.reserve(limits::kHeadBytes, 0, 1, key); !r) {
-      co_return Failure<Error>{r.error()};
+      co_return unknownIfSent(r.error(), unknown);
     }
     fault("before-put");
     // Never unconditional; a re-send carries the same bytes and the same precondition.
@@ -341,17 +370,18 @@ asio::awaitable<Res<PublishResult>> Publisher::sendAndReconcile(PublishResult re
       put = co_await store_.putIfMatch(key, intent.candidate.image(), intent.etag);
     }
     fault("after-put");
-    if (put) co_return co_await confirmSelected(result, std::move(*put));
+    if (put) co_return co_await confirmSelected(result, std::move(*put), intent);
     // Anything but success: re-read, and judge against the original intent.
     StoreOutcome answer = put.error();
+    unknown = unknown || answer.status == StoreStatus::uncertain;
     auto seen = co_await observeHead();
-    if (!seen) co_return Failure<Error>{seen.error()};
+    if (!seen) co_return unknownIfSent(seen.error(), unknown);
     switch (judge(*seen, intent)) {
       case Judgement::candidate: {
         // Selected after all (e.g. the response was lost after the store applied it).
         auto bound = co_await verifySelected(*seen, budget);
         if (!bound) co_return Failure<Error>{bound.error()};
-        co_return co_await confirmSelected(result, seen->etag);
+        co_return co_await confirmSelected(result, seen->etag, intent);
       }
       case Judgement::other:
         co_return Failure<Error>{
@@ -390,7 +420,7 @@ asio::awaitable<Res<PublishResult>> Publisher::sendAndReconcile(PublishResult re
 
 // Step 1: a pending intent from an earlier run.
 asio::awaitable<Res<PublishResult>> Publisher::reconcilePending(OperationBudget& budget) {
-  const PendingIntent& intent = *state_.pending;
+  const PendingIntent intent = *state_.pending;  // a copy: settling replaces the state
   if (intent.candidate.fields().prefixSequence > journal_.endSequence()) {
     co_return err(Errc::diverged, "the pending candidate covers sequence " +
                                       std::to_string(intent.candidate.fields().prefixSequence) +
@@ -405,11 +435,18 @@ asio::awaitable<Res<PublishResult>> Publisher::reconcilePending(OperationBudget&
     case Judgement::candidate: {
       auto bound = co_await verifySelected(*seen, budget);
       if (!bound) co_return Failure<Error>{bound.error()};
-      co_return co_await confirmSelected(result, seen->etag);
+      co_return co_await confirmSelected(result, seen->etag, intent);
     }
-    case Judgement::predecessor:
-      // Not applied yet, or still in flight: re-send exactly the same request.
+    case Judgement::predecessor: {
+      // Not applied yet, or still in flight: re-send exactly the same request, once its graph
+      // and prefix are proven still whole (objects may have been damaged, the journal
+      // replaced, since the intent was recorded). A failure here sends nothing.
+      Observation asCandidate;
+      asCandidate.head = intent.candidate;
+      auto whole = co_await verifySelected(asCandidate, budget);
+      if (!whole) co_return Failure<Error>{whole.error()};
       co_return co_await sendAndReconcile(result, budget);
+    }
     case Judgement::other:
       break;
   }
@@ -434,7 +471,11 @@ Publisher::Judgement Publisher::judge(const Observation& seen, const PendingInte
 
 // Step 7: the candidate is the current head; persist it as the expected head.
 asio::awaitable<Res<PublishResult>> Publisher::confirmSelected(PublishResult result,
-                                                               std::string etag) {
+                                                               std::string etag,
+                                                               const PendingIntent& sent) {
+  if (!state_.pending || state_.pending->candidate.image() != sent.candidate.image()) {
+    co_return err(Errc::usage, "internal: the settled intent is not the pending one");
+  }
   PublisherState next = state_;
   next.expected = ExpectedHead{next.pending->candidate, std::move(etag)};
   next.pending.reset();

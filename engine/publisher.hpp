@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/async.hpp"
 #include "engine/budget.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/format/publisher_state.hpp"
@@ -106,8 +107,9 @@ class Publisher {
                                                               OperationBudget& budget);
   boost::asio::awaitable<Res<PublishResult>> reconcilePending(OperationBudget& budget);
   Judgement judge(const Observation& seen, const PendingIntent& intent) const;
-  boost::asio::awaitable<Res<PublishResult>> confirmSelected(PublishResult result,
-                                                             std::string etag);
+  boost::asio::awaitable<Res<PublishResult>> confirmSelected(PublishResult result, std::string etag,
+                                                             const PendingIntent& sent);
+  boost::asio::awaitable<Res<PublishResult>> checkpointAlone();
   boost::asio::awaitable<Res<void>> saveState(const PublisherState& next);
   void fault(std::string_view point) const;
 
@@ -125,6 +127,7 @@ class Publisher {
   // The candidate built by this process and its manifest, until it is settled.
   std::optional<std::pair<Digest, Manifest>> built_;
   bool conditionsChecked_ = false;
+  AsyncMutex checkpointing_;
 };
 
 }  // namespace cairn

@@ -454,9 +454,11 @@ struct IngestCli {
   bool json = false;
 };
 
-// Errors worth another try at the next checkpoint: the store was unreachable or said nothing
-// definite (a pending intent then records the attempt). Everything else stops ingestion.
-bool transient(const Error& e) { return e.code == Errc::uncertain || e.code == Errc::store; }
+// Worth another try at the next checkpoint: an unknown outcome (a pending intent records the
+// attempt, the next checkpoint reconciles it). Everything else, store failures included (a
+// 403 or a missing bucket is not transient), stops ingestion; what was acknowledged stays
+// durable and a new `cairn ingest` continues.
+bool transient(const Error& e) { return e.code == Errc::uncertain; }
 
 asio::awaitable<Res<std::unique_ptr<Database>>> openOrCreate(io::Uring& uring,
                                                              const IngestCli& opt) {
@@ -518,9 +520,6 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   auto lastCheckpointAt = Clock::now();
   std::optional<PublishResult> lastPublished;
   auto publish = [&]() -> asio::awaitable<void> {
-    publishing = true;
-    lastCheckpointAt = Clock::now();
-    bytesAtLastCheckpoint = bytes;
     auto r = co_await db.checkpoint();
     if (r) {
       if (r->outcome == PublishOutcome::selected) ++checkpoints;
@@ -538,7 +537,12 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
     bool bytesDue = bytes - bytesAtLastCheckpoint >= (opt.checkpointMib << 20);
     bool timeDue =
         secondsSince(lastCheckpointAt) >= opt.checkpointSeconds && db.journal().endSequence() > 0;
-    if (bytesDue || timeDue) asio::co_spawn(executor, publish(), asio::detached);
+    if (!bytesDue && !timeDue) return;
+    // Marked before the spawn: the next trigger must see it whatever co_spawn runs first.
+    publishing = true;
+    lastCheckpointAt = Clock::now();
+    bytesAtLastCheckpoint = bytes;
+    asio::co_spawn(executor, publish(), asio::detached);
   };
   // The time trigger and the progress line, while input lasts.
   bool inputDone = false;

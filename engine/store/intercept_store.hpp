@@ -17,9 +17,10 @@ enum class StoreOp : std::uint8_t { get, head, putIfAbsent, putIfMatch, remove, 
 class InterceptStore final : public ObjectStore {
  public:
   // Before a request: may do anything (including other requests) and may answer in the
-  // request's place by returning an outcome; std::nullopt forwards it.
+  // request's place by returning an outcome; std::nullopt forwards it. `etag` is putIfMatch's
+  // precondition (empty for every other request).
   using Before = std::function<boost::asio::awaitable<std::optional<StoreOutcome>>(
-      StoreOp op, const std::string& key, ByteView bytes)>;
+      StoreOp op, const std::string& key, ByteView bytes, const std::string& etag)>;
   // After a forwarded request: sees its status and may turn it into another outcome (e.g. an
   // applied write whose answer is "lost": uncertain).
   using After =
@@ -31,7 +32,7 @@ class InterceptStore final : public ObjectStore {
   boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,
                                                         std::uint64_t maxBytes) override {
     ByteView none;
-    std::optional<StoreOutcome> early = co_await intercept(StoreOp::get, key, none);
+    std::optional<StoreOutcome> early = co_await intercept(StoreOp::get, key, none, noEtag_);
     if (early) co_return Failure<StoreOutcome>{*early};
     auto r = co_await inner_.get(key, maxBytes);
     if (auto o = follow(StoreOp::get, key, r)) co_return Failure<StoreOutcome>{*o};
@@ -39,7 +40,7 @@ class InterceptStore final : public ObjectStore {
   }
   boost::asio::awaitable<StoreResult<ObjectInfo>> head(std::string key) override {
     ByteView none;
-    std::optional<StoreOutcome> early = co_await intercept(StoreOp::head, key, none);
+    std::optional<StoreOutcome> early = co_await intercept(StoreOp::head, key, none, noEtag_);
     if (early) co_return Failure<StoreOutcome>{*early};
     auto r = co_await inner_.head(key);
     if (auto o = follow(StoreOp::head, key, r)) co_return Failure<StoreOutcome>{*o};
@@ -47,7 +48,8 @@ class InterceptStore final : public ObjectStore {
   }
   boost::asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string key,
                                                                ByteView bytes) override {
-    std::optional<StoreOutcome> early = co_await intercept(StoreOp::putIfAbsent, key, bytes);
+    std::optional<StoreOutcome> early =
+        co_await intercept(StoreOp::putIfAbsent, key, bytes, noEtag_);
     if (early) co_return Failure<StoreOutcome>{*early};
     auto r = co_await inner_.putIfAbsent(key, bytes);
     if (auto o = follow(StoreOp::putIfAbsent, key, r)) co_return Failure<StoreOutcome>{*o};
@@ -55,7 +57,7 @@ class InterceptStore final : public ObjectStore {
   }
   boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key, ByteView bytes,
                                                               std::string etag) override {
-    std::optional<StoreOutcome> early = co_await intercept(StoreOp::putIfMatch, key, bytes);
+    std::optional<StoreOutcome> early = co_await intercept(StoreOp::putIfMatch, key, bytes, etag);
     if (early) co_return Failure<StoreOutcome>{*early};
     auto r = co_await inner_.putIfMatch(key, bytes, std::move(etag));
     if (auto o = follow(StoreOp::putIfMatch, key, r)) co_return Failure<StoreOutcome>{*o};
@@ -63,7 +65,7 @@ class InterceptStore final : public ObjectStore {
   }
   boost::asio::awaitable<StoreResult<void>> remove(std::string key) override {
     ByteView none;
-    std::optional<StoreOutcome> early = co_await intercept(StoreOp::remove, key, none);
+    std::optional<StoreOutcome> early = co_await intercept(StoreOp::remove, key, none, noEtag_);
     if (early) co_return Failure<StoreOutcome>{*early};
     auto r = co_await inner_.remove(key);
     if (auto o = follow(StoreOp::remove, key, r)) co_return Failure<StoreOutcome>{*o};
@@ -72,7 +74,7 @@ class InterceptStore final : public ObjectStore {
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override {
     ByteView none;
-    std::optional<StoreOutcome> early = co_await intercept(StoreOp::list, prefix, none);
+    std::optional<StoreOutcome> early = co_await intercept(StoreOp::list, prefix, none, noEtag_);
     if (early) co_return Failure<StoreOutcome>{*early};
     auto r = co_await inner_.list(prefix, continuation, maxKeys);
     if (auto o = follow(StoreOp::list, prefix, r)) co_return Failure<StoreOutcome>{*o};
@@ -85,9 +87,10 @@ class InterceptStore final : public ObjectStore {
 
  private:
   boost::asio::awaitable<std::optional<StoreOutcome>> intercept(StoreOp op, const std::string& key,
-                                                                ByteView bytes) {
+                                                                ByteView bytes,
+                                                                const std::string& etag) {
     if (!before_) co_return std::nullopt;
-    co_return co_await before_(op, key, bytes);
+    co_return co_await before_(op, key, bytes, etag);
   }
   template <class R>
   std::optional<StoreOutcome> follow(StoreOp op, const std::string& key, const R& r) {
@@ -96,6 +99,7 @@ class InterceptStore final : public ObjectStore {
   }
 
   ObjectStore& inner_;
+  const std::string noEtag_;
   Before before_;
   After after_;
 };

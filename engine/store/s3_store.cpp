@@ -66,6 +66,7 @@ Result<std::unique_ptr<S3Store>, std::string> S3Store::open(asio::any_io_executo
   c.rootPrefix = url.root.empty() ? "" : url.root + "/";
   c.addressing = url.virtualHost ? net::S3Addressing::virtualHost : net::S3Addressing::path;
   c.caFile = url.caFile;
+  c.requestTimeout = std::chrono::milliseconds(url.requestTimeoutMs);
   c.accessKey = env("AWS_ACCESS_KEY_ID");
   c.secretKey = env("AWS_SECRET_ACCESS_KEY");
   c.sessionToken = env("AWS_SESSION_TOKEN");
@@ -90,6 +91,9 @@ asio::awaitable<net::ProbeReport> S3Store::probe() {
   auto guard = co_await impl_->probing.lock();
   if (impl_->probed) co_return *impl_->probed;
   net::ProbeReport report = co_await net::probeConditions(*impl_->client, ".cairn-probe/");
+  // Only a store found to enforce conditions is remembered: a failed probe (or one the network
+  // cut short) runs again next time, and nothing is ever sent on its strength.
+  if (!report.enforced) co_return report;
   if (report.dialect && *report.dialect != impl_->config.dialect) {
     impl_->config.dialect = *report.dialect;
     auto client = net::S3Client::create(impl_->executor, impl_->config);
@@ -98,7 +102,6 @@ asio::awaitable<net::ProbeReport> S3Store::probe() {
       impl_->client = std::move(*client);
     }
   }
-  impl_->autoDialect = false;
   impl_->probed = report;
   co_return report;
 }

@@ -105,6 +105,18 @@ Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
       out.virtualHost = *value == "virtual";
     } else if (name == "ca") {
       out.caFile = *value;
+    } else if (name == "timeout_ms") {
+      // Per attempt: write the request and read the whole response. 100 ms .. 1 hour.
+      std::uint64_t ms = 0;
+      bool digits = !value->empty() && value->size() <= 7;
+      for (char c : *value) {
+        digits = digits && c >= '0' && c <= '9';
+        if (digits) ms = ms * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      if (!digits || ms < 100 || ms > 3'600'000) {
+        return bad("timeout_ms must be a whole number of milliseconds, 100..3600000");
+      }
+      out.requestTimeoutMs = ms;
     } else {
       return bad("unknown store URL parameter \"" + name + "\"");
     }

@@ -1,7 +1,7 @@
 // Store URLs (docs/stores.md):
 //   /path/to/dir  or  file:///path/to/dir                the directory store
 //   s3://BUCKET[/ROOT]?endpoint=URL&region=R[&dialect=auto|rgw|aws][&addressing=path|virtual]
-//                      [&ca=FILE]                         S3; credentials from the environment
+//                      [&ca=FILE][&timeout_ms=MS]         S3; credentials from the environment
 // (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), never from the URL.
 #pragma once
 
@@ -25,6 +25,7 @@ struct StoreUrl {
   std::string dialect = "auto";
   bool virtualHost = false;
   std::string caFile;
+  std::uint64_t requestTimeoutMs = 60'000;  // timeout_ms: per attempt, request and response
 
   // The URL as given, safe to print (it never holds secrets).
   std::string text;

@@ -17,6 +17,8 @@ import random
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 
 cairn = sys.argv[1]
 passed = failed = 0
@@ -83,16 +85,34 @@ def chain_ok(store, ns, what):
 
 def backend(tmp, store, label):
     db = os.path.join(tmp, f"db-{label}")
-    # ingest creates the database, publishes on the way and at the end.
-    r = run("ingest", db, "--store", store, "--checkpoint-mib", "1", "--segment-mib", "1",
-            "--json", stdin=records("ingest", 30000))
-    check(r.returncode == 0, f"{label}: ingest: {r.stderr!r}")
-    out = js(r)
+    # ingest creates the database, publishes on the way and at the end. Half the input goes
+    # in, then the test waits (input still open) until a head is in the store: a checkpoint
+    # was published during ingestion, not only at the end.
+    ns = str(uuid.uuid4())
+    p = subprocess.Popen([cairn, "ingest", db, "--store", store, "--namespace", ns,
+                          "--checkpoint-mib", "1", "--segment-mib", "1", "--json"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(records("ingest", 15000))
+    p.stdin.flush()
+    deadline = time.monotonic() + 120
+    published_midway = False
+    while time.monotonic() < deadline and p.poll() is None:
+        if run("log", "--store", store, "--namespace", ns, "--limit", "1").returncode == 0:
+            published_midway = True
+            break
+        time.sleep(0.1)
+    check(published_midway, f"{label}: a checkpoint was published while input was still open")
+    stdout, stderr = p.communicate(input=records("ingest-2", 15000), timeout=300)
+    check(p.returncode == 0, f"{label}: ingest: {stderr!r}")
+    try:
+        out = json.loads(stdout)
+    except ValueError:
+        out = {}
     check(out.get("records") == 30000 and out.get("last_sequence") == 30000,
           f"{label}: ingest counts {out}")
     check(out.get("prefix_sequence") == 30000, f"{label}: the last checkpoint covers every record")
-    check(out.get("checkpoints", 0) >= 2, f"{label}: checkpoints published during ingest {out}")
-    ns = out.get("namespace", "")
+    check(out.get("checkpoints", 0) >= 2, f"{label}: checkpoints during and after ingest {out}")
+    check(out.get("namespace") == ns, f"{label}: --namespace was used")
     r = run("verify", db, "--deep", "--json")
     check(r.returncode == 0 and js(r).get("ok") is True, f"{label}: verify --deep: {r.stderr!r}")
     chain_ok(store, ns, label)
@@ -128,17 +148,28 @@ def backend(tmp, store, label):
                                   f"{r.stderr!r})")
         st = js(run("status", db, "--json"))
         selected = st.get("selected")
-        if st.get("pending"):
-            check(selected in ("expected", "candidate"),
-                  f"{what}: the store selects the predecessor or the candidate, got {selected}")
-        else:
-            check(selected == "expected", f"{what}: no intent, predecessor selected: {selected}")
-        check(st.get("expected", {}).get("id") == before.get("expected", {}).get("id") or
-              selected == "candidate", f"{what}: expected head unchanged until reconciled")
+        name = point.split(":")[0]
+        # What each point must leave: no intent before it is recorded; once recorded, the
+        # store selects the predecessor until the PUT, the candidate after it.
+        want_pending = name in ("after-intent", "before-put", "after-put", "before-expected")
+        want_selected = "candidate" if name in ("after-put", "before-expected") else "expected"
+        check((st.get("pending") is not None) == want_pending,
+              f"{what}: pending intent {st.get('pending')!r}, want {want_pending}")
+        check(selected == want_selected, f"{what}: the store selects {selected}, want {want_selected}")
+        check(st.get("expected", {}).get("id") == before.get("expected", {}).get("id"),
+              f"{what}: the expected head is unchanged until reconciled")
+        if name == "after-intent":
+            # A second crash, this time while the intent is being re-sent.
+            r = run("checkpoint", db, env={"CAIRN_TEST_FAULT": "after-put"})
+            check(r.returncode == -9, f"{what}: killed again while re-sending")
+            check(js(run("status", db, "--json")).get("selected") == "candidate",
+                  f"{what}: the re-sent candidate landed")
         r = run("checkpoint", db, "--json")
         res = js(r)
         check(r.returncode == 0 and res.get("outcome") == "selected",
               f"{what}: the next checkpoint succeeds: {r.stdout!r} {r.stderr!r}")
+        check(res.get("reconciled_intent") is want_pending,
+              f"{what}: reconciled_intent {res.get('reconciled_intent')}")
         check(res.get("prefix_sequence") == sequence, f"{what}: covers everything acknowledged")
         st = js(run("status", db, "--json"))
         check(st.get("pending") is None and st.get("selected") == "expected",

@@ -8,6 +8,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 #include <functional>
 #include <vector>
@@ -20,10 +22,14 @@
 #include "io/uring.hpp"
 #include "tests/engine/s3_test_env.hpp"
 #include "tests/io/io_test_support.hpp"
+#include "tests/net/fault_proxy.hpp"
 
 using namespace cairn;
 namespace asio = boost::asio;
 using io::test::runToCompletion;
+using test::ProxyAction;
+using test::ProxyRequest;
+using test::ProxyRule;
 
 namespace {
 
@@ -61,12 +67,17 @@ struct World {
     auto opened = openStore(uring, context.get_executor(), url);
     REQUIRE(opened.ok());
     inner = std::move(*opened);
+    wrap();
+  }
+
+  // The test's hooks around `inner` (again after `inner` is replaced).
+  void wrap() {
     store = std::make_unique<InterceptStore>(
         *inner,
-        [this](StoreOp op, const std::string& key,
-               ByteView bytes) -> asio::awaitable<std::optional<StoreOutcome>> {
+        [this](StoreOp op, const std::string& key, ByteView bytes,
+               const std::string& etag) -> asio::awaitable<std::optional<StoreOutcome>> {
           if (!before) co_return std::nullopt;
-          co_return co_await before(op, key, bytes);
+          co_return co_await before(op, key, bytes, etag);
         },
         [this](StoreOp op, const std::string& key, StoreStatus s) -> std::optional<StoreOutcome> {
           if (!after) return std::nullopt;
@@ -74,9 +85,23 @@ struct World {
         });
   }
 
+  // Runs until `task` is done (not until the context runs dry: a proxy keeps it busy, and
+  // work left over, e.g. a delayed request, goes on in later runs).
   template <class T>
   T run(asio::awaitable<T> task) {
-    return runToCompletion(context, std::move(task));
+    std::optional<T> result;
+    std::exception_ptr error;
+    asio::co_spawn(
+        context, [&]() -> asio::awaitable<void> { result.emplace(co_await std::move(task)); },
+        [&](std::exception_ptr e) {
+          error = e;
+          context.stop();
+        });
+    context.restart();
+    context.run();
+    if (error) std::rethrow_exception(error);
+    REQUIRE(result);
+    return std::move(*result);
   }
 
   Db create(const std::string& name, std::u16string id = u"db") {
@@ -94,17 +119,20 @@ struct World {
   }
 
   void append(Db& db, int count, const std::string& tag) {
-    int failures = 0;
+    int failures = 0, done = 0;
     for (int i = 0; i < count; ++i) {
       asio::co_spawn(
           context,
           [&, p = tag + " " + std::to_string(i)]() -> asio::awaitable<void> {
-            if (!co_await db.journal->append(asBytes(p))) ++failures;
+            auto appended = co_await db.journal->append(asBytes(p));
+            if (!appended) ++failures;
+            if (++done == count) context.stop();
           },
           asio::detached);
     }
     context.restart();
     context.run();
+    REQUIRE(done == count);
     REQUIRE(failures == 0);
   }
 
@@ -200,8 +228,8 @@ void observationTable(const std::optional<std::string>& s3Url) {
 
   SECTION("uncertain before applying: re-sent with the same bytes and precondition") {
     std::vector<Bytes> sent;
-    w.before = [&](StoreOp op, const std::string& key,
-                   ByteView bytes) -> asio::awaitable<std::optional<StoreOutcome>> {
+    w.before = [&](StoreOp op, const std::string& key, ByteView bytes,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
       if (key != w.headKey || !isHeadPut(op)) co_return std::nullopt;
       sent.emplace_back(bytes.begin(), bytes.end());
       if (sent.size() <= 2) co_return answer(StoreStatus::uncertain);
@@ -217,8 +245,8 @@ void observationTable(const std::optional<std::string>& s3Url) {
 
   SECTION("uncertain on every try: the intent stays pending and the next run settles it") {
     Bytes proposed;
-    w.before = [&](StoreOp op, const std::string& key,
-                   ByteView bytes) -> asio::awaitable<std::optional<StoreOutcome>> {
+    w.before = [&](StoreOp op, const std::string& key, ByteView bytes,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
       if (key != w.headKey || !isHeadPut(op)) co_return std::nullopt;
       proposed.assign(bytes.begin(), bytes.end());
       co_return answer(StoreStatus::uncertain);
@@ -235,8 +263,8 @@ void observationTable(const std::optional<std::string>& s3Url) {
     // A pending intent blocks new candidates: the next run re-sends exactly the same one.
     w.append(db, 10, "meanwhile");
     std::vector<Bytes> resent;
-    w.before = [&](StoreOp op, const std::string& key,
-                   ByteView bytes) -> asio::awaitable<std::optional<StoreOutcome>> {
+    w.before = [&](StoreOp op, const std::string& key, ByteView bytes,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
       if (key == w.headKey && isHeadPut(op)) resent.emplace_back(bytes.begin(), bytes.end());
       co_return std::nullopt;
     };
@@ -249,12 +277,109 @@ void observationTable(const std::optional<std::string>& s3Url) {
     CHECK(next->head.fields().prefixSequence == 310);
   }
 
+  SECTION("uncertain under If-Match: re-sent with the same bytes and the same observed ETag") {
+    auto r1 = w.checkpoint(db);
+    REQUIRE(r1.ok());
+    std::string observed = w.current()->etag;
+    w.append(db, 20, "second");
+    std::vector<std::pair<Bytes, std::string>> sent;
+    w.before = [&](StoreOp op, const std::string& key, ByteView bytes,
+                   const std::string& etag) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key != w.headKey || !isHeadPut(op)) co_return std::nullopt;
+      REQUIRE(op == StoreOp::putIfMatch);
+      sent.emplace_back(Bytes(bytes.begin(), bytes.end()), etag);
+      if (sent.size() <= 2) co_return answer(StoreStatus::uncertain);
+      co_return std::nullopt;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(r.ok());
+    REQUIRE(sent.size() == 3);
+    for (const auto& [bytes, etag] : sent) {
+      CHECK(bytes == sent[0].first);
+      CHECK(etag == observed);  // the ETag observed in step 2, every time
+    }
+    CHECK(r->head.fields().revision == 2);
+  }
+
+  SECTION("a pending intent whose graph was damaged meanwhile is not re-sent") {
+    w.before = [&](StoreOp op, const std::string& key, ByteView,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key == w.headKey && isHeadPut(op)) co_return answer(StoreStatus::uncertain);
+      co_return std::nullopt;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    REQUIRE(r.error().code == Errc::uncertain);
+    auto page = w.run(w.inner->list("ns-" + w.ns.compactHex() + "-segment-", "", 1000));
+    REQUIRE(page.ok());
+    REQUIRE(!page->objects.empty());
+    REQUIRE(w.run(w.inner->remove(page->objects.back().key)).ok());
+    int puts = 0;
+    w.before = [&](StoreOp op, const std::string& key, ByteView,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
+      if (key == w.headKey && isHeadPut(op)) ++puts;
+      co_return std::nullopt;
+    };
+    auto again = w.checkpoint(db);
+    REQUIRE(!again.ok());
+    CHECK(again.error().code == Errc::missing);
+    CHECK(puts == 0);
+    CHECK(w.state(db).pending);
+    CHECK(!w.current());
+  }
+
+  SECTION("a malformed head is a format failure, not absence") {
+    REQUIRE(w.run(w.inner->putIfAbsent(w.headKey, Bytes(300, 1))).ok());  // too long
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::format);
+    CHECK(!w.state(db).pending);
+  }
+
+  SECTION("one publisher: checkpoints in a row and two at once") {
+    PublishOptions o;
+    o.checkpoint.segmentTargetBytes = 4096;
+    Publisher p(w.uring, *db.journal, *w.store, db.dir, w.state(db), w.limits, o);
+    for (int round = 1; round <= 3; ++round) {
+      auto r = w.run(p.checkpoint());
+      REQUIRE(r.ok());
+      CHECK(r->head.fields().revision == static_cast<std::uint64_t>(round));
+      w.append(db, 30, "round " + std::to_string(round));
+    }
+    // Two calls at once: the second waits for the first, then publishes nothing new.
+    std::optional<Res<PublishResult>> first, second;
+    int finished = 0;
+    for (auto* slot : {&first, &second}) {
+      asio::co_spawn(
+          w.context,
+          [&, slot]() -> asio::awaitable<void> {
+            slot->emplace(co_await p.checkpoint());
+            if (++finished == 2) w.context.stop();
+          },
+          asio::detached);
+    }
+    w.context.restart();
+    w.context.run();
+    REQUIRE(finished == 2);
+    REQUIRE(first->ok());
+    REQUIRE(second->ok());
+    CHECK((*first)->outcome == PublishOutcome::selected);
+    CHECK((*second)->outcome == PublishOutcome::unchanged);
+    CHECK((*second)->head.image() == (*first)->head.image());
+    auto s = w.state(db);
+    CHECK(!s.pending);
+    REQUIRE(s.expected);
+    CHECK(Bytes(s.expected->head.image().begin(), s.expected->head.image().end()) ==
+          w.current()->bytes);
+    CHECK(s.expected->head.fields().revision == 4);
+  }
+
   SECTION("412 after another writer won: refused, evidence kept, nothing adopted") {
     REQUIRE(w.checkpoint(db).ok());
     w.append(db, 20, "second");
     std::optional<Head> forged;
-    w.before = [&](StoreOp op, const std::string& key,
-                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+    w.before = [&](StoreOp op, const std::string& key, ByteView,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
       if (key != w.headKey || op != StoreOp::putIfMatch || forged) co_return std::nullopt;
       // Another writer replaces the head between our read and our conditional PUT.
       auto cur = co_await w.inner->get(w.headKey, 256);
@@ -288,8 +413,8 @@ void observationTable(const std::optional<std::string>& s3Url) {
     REQUIRE(w.checkpoint(db).ok());
     w.append(db, 20, "second");
     int answered = 0;
-    w.before = [&](StoreOp op, const std::string& key,
-                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+    w.before = [&](StoreOp op, const std::string& key, ByteView,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
       if (key != w.headKey || op != StoreOp::putIfMatch || answered++ > 0) co_return std::nullopt;
       co_return answer(StoreStatus::conflict, 409);
     };
@@ -306,8 +431,8 @@ void observationTable(const std::optional<std::string>& s3Url) {
   }
 
   SECTION("403 is a failure, not absence: pending, nothing selected") {
-    w.before = [&](StoreOp op, const std::string& key,
-                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+    w.before = [&](StoreOp op, const std::string& key, ByteView,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
       if (key != w.headKey || !isHeadPut(op)) co_return std::nullopt;
       co_return answer(StoreStatus::failure, 403);
     };
@@ -319,8 +444,8 @@ void observationTable(const std::optional<std::string>& s3Url) {
   }
 
   SECTION("a failed head read is a failure, never taken for an uninitialized namespace") {
-    w.before = [&](StoreOp op, const std::string& key,
-                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+    w.before = [&](StoreOp op, const std::string& key, ByteView,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
       if (key == w.headKey && op == StoreOp::get) co_return answer(StoreStatus::failure, 403);
       co_return std::nullopt;
     };
@@ -406,8 +531,8 @@ void observationTable(const std::optional<std::string>& s3Url) {
     // A's conditional PUT waits until B has published its whole checkpoint.
     std::optional<Res<PublishResult>> bResult;
     Publisher pb(w.uring, *b.journal, *w.inner, b.dir, w.state(b), w.limits, PublishOptions{});
-    w.before = [&](StoreOp op, const std::string& key,
-                   ByteView) -> asio::awaitable<std::optional<StoreOutcome>> {
+    w.before = [&](StoreOp op, const std::string& key, ByteView,
+                   const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
       if (key != w.headKey || op != StoreOp::putIfMatch || bResult) co_return std::nullopt;
       bResult = co_await pb.checkpoint();
       co_return std::nullopt;
@@ -492,6 +617,8 @@ TEST_CASE("publication refuses a store that does not enforce conditions", "[publ
   REQUIRE(!r.ok());
   CHECK(r.error().code == Errc::store);
   CHECK(!w.current());
+  CHECK(!w.state(db).pending);  // refused before anything was recorded
+  CHECK(w.run(w.inner->list("ns-", "", 10))->objects.empty());  // or uploaded
 }
 
 TEST_CASE("a damaged publisher state is an error, never a reset", "[publisher]") {
@@ -512,4 +639,182 @@ TEST_CASE("a damaged publisher state is an error, never a reset", "[publisher]")
   }
   io::test::writeWholeFile(path, Bytes(good.begin(), good.end() - 1));
   CHECK(!w.run(loadPublisherState(w.uring, db.dir)).ok());
+}
+
+namespace {
+
+bool isHeadPutRequest(const ProxyRequest& r) {
+  return r.method() == boost::beast::http::verb::put &&
+         std::string(r.target()).find("-current.head") != std::string::npos;
+}
+bool isHeadGetRequest(const ProxyRequest& r) {
+  return r.method() == boost::beast::http::verb::get &&
+         std::string(r.target()).find("-current.head") != std::string::npos;
+}
+
+std::string s3ErrorReply(int status, const std::string& code) {
+  std::string body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + code +
+                     "</Code><Message>injected by the proxy</Message></Error>";
+  return "HTTP/1.1 " + std::to_string(status) +
+         " Status\r\nContent-Type: application/xml\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// RGW behind the fault proxy: the publisher talks through the proxy (request timeout 1 s),
+// the test inspects the store directly.
+struct ProxiedRgw {
+  std::optional<World> world;
+  std::optional<test::FaultProxy> proxy;
+  std::unique_ptr<ObjectStore> direct;
+  ProxyRule rule;  // changeable between steps
+
+  explicit ProxiedRgw(const std::string& rgw) {
+    // rgw: s3://BUCKET/ROOT?endpoint=http://HOST:PORT&region=R
+    auto url = parseStoreUrl(rgw);
+    REQUIRE(url.ok());
+    std::string hostPort = url->endpoint.substr(std::string("http://").size());
+    auto colon = hostPort.rfind(':');
+    REQUIRE(colon != std::string::npos);
+    // The proxy runs on the world's io_context, so the world comes first (opened directly
+    // on RGW); then its store is re-pointed through the proxy and the direct one kept.
+    world.emplace(std::optional<std::string>(rgw));
+    proxy.emplace(world->context.get_executor(), hostPort.substr(0, colon),
+                  static_cast<std::uint16_t>(std::stoi(hostPort.substr(colon + 1))),
+                  [this](const ProxyRequest& r) { return rule ? rule(r) : ProxyAction{}; });
+    direct = std::move(world->inner);
+    std::string through = "s3://" + url->bucket + "/" + url->root +
+                          "?endpoint=" + proxy->endpoint() + "&region=" + url->region +
+                          "&dialect=rgw&timeout_ms=1000";
+    auto opened = openStore(world->uring, world->context.get_executor(), through);
+    REQUIRE(opened.ok());
+    world->inner = std::move(*opened);
+    world->url = through;
+    world->wrap();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("publication through a faulty connection to RGW", "[publisher][s3]") {
+  auto rgw = test::rgwUrlText();
+  if (!rgw) return;
+  ProxiedRgw p(*rgw);
+  World& w = *p.world;
+  Db db = w.create("db");
+  w.append(db, 200, "first");
+  auto currentImage = [&]() -> Bytes {
+    auto got = w.run(p.direct->get(w.headKey, 256));
+    REQUIRE(got.ok());
+    return got->bytes;
+  };
+  auto imageOf = [](const Head& h) { return Bytes(h.image().begin(), h.image().end()); };
+  int headPuts = 0;
+
+  SECTION("the response to the conditional PUT is lost after the server applied it") {
+    p.rule = [&](const ProxyRequest& r) {
+      ProxyAction a;
+      if (isHeadPutRequest(r) && headPuts++ == 0) a.kind = ProxyAction::Kind::dropResponse;
+      return a;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(r.ok());
+    CHECK(r->outcome == PublishOutcome::selected);
+    CHECK(headPuts == 1);  // settled by the re-read, not by sending again
+    CHECK(currentImage() == imageOf(r->head));
+    CHECK(!w.state(db).pending);
+  }
+
+  SECTION("the connection is reset before the PUT reaches the server") {
+    p.rule = [&](const ProxyRequest& r) {
+      ProxyAction a;
+      if (isHeadPutRequest(r) && headPuts++ == 0) a.kind = ProxyAction::Kind::resetBeforeForward;
+      return a;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(r.ok());
+    CHECK(headPuts == 2);  // re-sent once, same bytes (the store took it under If-None-Match)
+    CHECK(currentImage() == imageOf(r->head));
+  }
+
+  SECTION("the PUT is delayed past the timeout and lands after the re-send") {
+    REQUIRE(w.checkpoint(db).ok());  // revision 1, so the delayed PUT carries If-Match
+    w.append(db, 50, "second");
+    p.rule = [&](const ProxyRequest& r) {
+      ProxyAction a;
+      if (isHeadPutRequest(r) && headPuts++ == 0) a.delay = std::chrono::milliseconds(1600);
+      return a;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(r.ok());
+    CHECK(r->head.fields().revision == 2);
+    // Let the late request land; it must change nothing (its If-Match no longer holds, or it
+    // wrote the very same bytes).
+    w.run([&]() -> asio::awaitable<int> {
+      asio::steady_timer settle(w.context, std::chrono::milliseconds(2500));
+      co_await settle.async_wait(asio::use_awaitable);
+      co_return 0;
+    }());
+    CHECK(headPuts >= 2);
+    CHECK(currentImage() == imageOf(r->head));
+    auto again = w.checkpoint(db);
+    REQUIRE(again.ok());
+    CHECK(again->outcome == PublishOutcome::unchanged);
+  }
+
+  SECTION("503 on the conditional PUT: unknown, re-read, re-sent") {
+    p.rule = [&](const ProxyRequest& r) {
+      ProxyAction a;
+      if (isHeadPutRequest(r) && headPuts++ == 0) {
+        a.kind = ProxyAction::Kind::answer;
+        a.reply = s3ErrorReply(503, "SlowDown");
+      }
+      return a;
+    };
+    auto r = w.checkpoint(db);
+    REQUIRE(r.ok());
+    CHECK(headPuts == 2);
+    CHECK(currentImage() == imageOf(r->head));
+  }
+
+  for (auto [status, code] :
+       {std::pair{500, "UnknownError"}, std::pair{409, "ConditionalRequestConflict"},
+        std::pair{412, "PreconditionFailed"}}) {
+    DYNAMIC_SECTION(status << " " << code
+                           << " with the head unchanged: refused now, re-sent next time") {
+      p.rule = [&, status = status, code = std::string(code)](const ProxyRequest& r) {
+        ProxyAction a;
+        if (isHeadPutRequest(r) && headPuts++ == 0) {
+          a.kind = ProxyAction::Kind::answer;
+          a.reply = s3ErrorReply(status, code);
+        }
+        return a;
+      };
+      auto r = w.checkpoint(db);
+      REQUIRE(!r.ok());
+      CHECK(r.error().code == Errc::conflict);
+      auto s = w.state(db);
+      REQUIRE(s.pending);
+      auto missing = w.run(p.direct->get(w.headKey, 256));
+      CHECK((!missing && missing.error().status == StoreStatus::missing));
+      auto next = w.checkpoint(db);
+      REQUIRE(next.ok());
+      CHECK(next->reconciledIntent);
+      CHECK(next->head.image() == s.pending->candidate.image());
+      CHECK(currentImage() == imageOf(next->head));
+    }
+  }
+
+  SECTION("a truncated head GET is a failure, never taken for an empty namespace") {
+    p.rule = [&](const ProxyRequest& r) {
+      ProxyAction a;
+      if (isHeadPutRequest(r)) ++headPuts;
+      if (isHeadGetRequest(r)) a.kind = ProxyAction::Kind::truncateBody;
+      return a;
+    };
+    REQUIRE(w.run(p.direct->putIfAbsent(w.headKey, Bytes(256, 7))).ok());  // something to GET
+    auto r = w.checkpoint(db);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::store);
+    CHECK(headPuts == 0);
+  }
 }

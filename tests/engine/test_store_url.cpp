@@ -45,4 +45,13 @@ TEST_CASE("store URLs: s3 with endpoint, region, dialect and root", "[store][url
   CHECK_FALSE(parseStoreUrl("s3://bkt?endpoint=http://h&secret=x").ok());       // unknown
   CHECK_FALSE(parseStoreUrl("s3://bkt/../x?endpoint=http://h").ok());           // root
   CHECK_FALSE(parseStoreUrl("s3://bkt?endpoint=http://h&region=%zz").ok());     // encoding
+
+  CHECK(u->requestTimeoutMs == 60'000);
+  auto timed = parseStoreUrl("s3://bkt?endpoint=http://h&timeout_ms=1500");
+  REQUIRE(timed.ok());
+  CHECK(timed->requestTimeoutMs == 1500);
+  for (const char* bad : {"99", "3600001", "", "1e3", "-5", "10000000", "12a"}) {
+    INFO(bad);
+    CHECK_FALSE(parseStoreUrl(std::string("s3://bkt?endpoint=http://h&timeout_ms=") + bad).ok());
+  }
 }

@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "engine/store/s3_store.hpp"
+#include "engine/store/store_url.hpp"
 #include "net/http_client.hpp"
 #include "net/s3_client.hpp"
 #include "net/s3_dialect.hpp"
@@ -664,5 +666,33 @@ TEST_CASE("Condition probe against in-memory stores", "[net][s3fake]") {
     for (const auto& c : report.checks) failed += c.passed ? 0 : 1;
     CHECK(failed >= 3);
     CHECK(report.cleanedUp);
+  }
+}
+
+TEST_CASE("S3 store: a store that ignores conditions is refused every time, never remembered",
+          "[net][s3fake][store]") {
+  FakeS3 s3;
+  s3.honourConditions = false;
+  asio::io_context io;
+  FakeServer server(io.get_executor(), [&](const FakeRequest& r) { return s3(r); });
+  ::setenv("AWS_ACCESS_KEY_ID", "AKIDFAKE", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", std::string(kSecret).c_str(), 1);
+  auto url = parseStoreUrl("s3://bkt?endpoint=" + server.endpoint());
+  REQUIRE(url.ok());
+  auto store = S3Store::open(io.get_executor(), *url);
+  REQUIRE(store.ok());
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    INFO("attempt " << attempt);
+    auto conditions = runAsync(io, (*store)->requireConditionalWrites());
+    REQUIRE(!conditions.ok());
+    CHECK(conditions.error().message.find("does not enforce") != std::string::npos);
+    int before = server.stats().requests;
+    auto cas = runAsync(io, (*store)->putIfMatch("k", asBytes(std::string("x")), "\"e\""));
+    REQUIRE(!cas.ok());  // refused before any If-Match reaches the store
+    CHECK(cas.error().status == StoreStatus::failure);
+    for (std::size_t i = static_cast<std::size_t>(before); i < server.requests().size(); ++i) {
+      const FakeRequest& sent = server.requests()[i];
+      CHECK_FALSE((sent.method == "PUT" && sent.path() == "/bkt/k"));
+    }
   }
 }
