@@ -1,4 +1,5 @@
 // cairn checkpoint DIR | cairn status DIR | cairn log --store URL --namespace N |
+// cairn recover DIR --store URL --namespace N [--head ID] [--writable] |
 // cairn ingest DIR [--store URL]
 #include <poll.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include "engine/cli/run.hpp"
 #include "engine/database.hpp"
 #include "engine/format/keys.hpp"
+#include "engine/recovery.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/store_errors.hpp"
 #include "io/uring.hpp"
@@ -286,6 +288,65 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
     if (count > 0 && !opt.json)
       std::cerr << "cairn: the chain breaks after " << count << " heads\n";
     co_return report(*broken);
+  }
+  co_return 0;
+}
+
+// ---- recover ---------------------------------------------------------------------------------
+
+struct RecoverCli {
+  std::string dir;
+  std::string store;
+  std::string ns;
+  std::string head;
+  bool writable = false;
+  bool json = false;
+};
+
+asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
+  auto start = Clock::now();
+  RecoverRequest request;
+  request.storeUrl = opt.store;
+  request.writable = opt.writable;
+  auto ns = Uuid::parse(opt.ns);
+  if (!ns || ns->isNil()) {
+    co_return reportJson(opt.json, Error{Errc::usage, "--namespace is not a canonical UUID"},
+                         start);
+  }
+  request.ns = *ns;
+  if (!opt.head.empty()) {
+    auto id = fromHex(opt.head);
+    if (!id || id->size() != 32) {
+      co_return reportJson(opt.json, Error{Errc::usage, "--head is not a SHA-256 head id"}, start);
+    }
+    Digest d{};
+    std::copy(id->begin(), id->end(), d.begin());
+    request.headId = d;
+  }
+  auto store = openStore(uring, co_await asio::this_coro::executor, opt.store);
+  if (!store) co_return reportJson(opt.json, Error{Errc::usage, store.error()}, start);
+  EngineLimits limits;
+  OperationBudget budget;
+  auto r = co_await recoverDatabase(uring, **store, opt.dir, request, limits, budget);
+  if (!r) co_return reportJson(opt.json, r.error(), start);
+  const HeadFields& f = r->head.fields();
+  if (opt.json) {
+    std::cout << JsonObject{}
+                     .add("ok", true)
+                     .add("revision", f.revision)
+                     .add("head_id", toHex(r->head.id()))
+                     .add("prefix_sequence", f.prefixSequence)
+                     .add("prefix_length", f.prefixLength)
+                     .add("writable", opt.writable)
+                     .add("objects", r->objects)
+                     .add("bytes", r->bytes)
+                     .add("seconds", secondsSince(start))
+                     .str()
+              << "\n";
+  } else {
+    std::cout << "recovered revision " << f.revision << " (head " << toHex(r->head.id())
+              << "): " << f.prefixSequence << " records, " << r->bytes << " journal bytes"
+              << (opt.writable ? "; this directory now publishes the namespace" : "") << "\n";
   }
   co_return 0;
 }
@@ -709,6 +770,23 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_flag("--json", opt->json, "print one JSON object with an \"entries\" array");
     cmd->callback(
         [&exitCode, opt] { exitCode = runAsync([opt](io::Uring& u) { return runLog(u, *opt); }); });
+  }
+  {
+    auto opt = std::make_shared<RecoverCli>();
+    CLI::App* cmd = app.add_subcommand(
+        "recover", "rebuild a database directory from a verified checkpoint in the store");
+    cmd->add_option("DIR", opt->dir, "a new (absent or empty) database directory")->required();
+    cmd->add_option("--store", opt->store, "store URL")->required();
+    cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
+    cmd->add_option("--head", opt->head,
+                    "recover exactly this head id (default: the current head, never an older "
+                    "one by itself)");
+    cmd->add_flag("--writable", opt->writable,
+                  "also install the publisher state: this directory continues the namespace");
+    cmd->add_flag("--json", opt->json, "print one JSON object");
+    cmd->callback([&exitCode, opt] {
+      exitCode = runAsync([opt](io::Uring& u) { return runRecover(u, *opt); });
+    });
   }
   {
     auto opt = std::make_shared<IngestCli>();

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Publication as a user runs it: ingest, checkpoint, status, log, verify; and the crash matrix.
+"""Publication as a user runs it: ingest, checkpoint, status, log, verify, recover; and the
+crash matrix.
 
 Usage: test_publish_cli.py /path/to/cairn
 Runs on the directory store and on RGW (S3_* from ../shared/s3/start-rgw.sh; without them
@@ -14,6 +15,7 @@ byte with the journal); and `cairn log` shows an unbroken chain with no revision
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -180,6 +182,35 @@ def backend(tmp, store, label):
     entries = chain_ok(store, ns, label + " after the crash matrix")
     check(entries and entries[0]["prefix_sequence"] == sequence, f"{label}: newest entry")
 
+    # Pinned read recovery: the current head, and an exact older head, rebuild byte-identical
+    # journal prefixes in fresh directories; never an older head by itself.
+    journal = open(os.path.join(db, "journal"), "rb").read()
+    r = run("recover", os.path.join(tmp, f"rec-{label}"), "--store", store, "--namespace", ns,
+            "--json")
+    rec = js(r)
+    check(r.returncode == 0 and rec.get("head_id") == entries[0]["id"],
+          f"{label}: recover the current head: {r.stdout!r} {r.stderr!r}")
+    rebuilt = open(os.path.join(tmp, f"rec-{label}", "journal"), "rb").read()
+    check(rebuilt == journal[:entries[0]["prefix_length"]] and len(rebuilt) == len(journal),
+          f"{label}: the recovered journal is byte-identical")
+    oldest = entries[-1]
+    r = run("recover", os.path.join(tmp, f"rec-old-{label}"), "--store", store, "--namespace",
+            ns, "--head", oldest["id"], "--json")
+    check(r.returncode == 0 and js(r).get("revision") == 1, f"{label}: recover --head: {r.stderr!r}")
+    old_rebuilt = open(os.path.join(tmp, f"rec-old-{label}", "journal"), "rb").read()
+    check(old_rebuilt == journal[:oldest["prefix_length"]],
+          f"{label}: the older head's journal is the exact prefix")
+    r = run("recover", os.path.join(tmp, f"rec-{label}"), "--store", store, "--namespace", ns)
+    check(r.returncode == 2 and b"not empty" in r.stderr, f"{label}: a non-empty DIR is refused")
+    r = run("recover", os.path.join(tmp, f"rec-w-{label}"), "--store", store, "--namespace", ns,
+            "--head", oldest["id"], "--writable")
+    check(r.returncode == 2 and not os.path.exists(os.path.join(tmp, f"rec-w-{label}")),
+          f"{label}: writable recovery only from the current head")
+    r = run("recover", os.path.join(tmp, f"rec-x-{label}"), "--store", store, "--namespace", ns,
+            "--head", "ab" * 32, "--json")
+    check(r.returncode == 1 and js(r).get("error") == "missing",
+          f"{label}: an unknown head id is missing, not guessed: {r.stdout!r}")
+
     # A head changed behind the publisher's back is refused: roll the head back by hand.
     if len(entries) >= 2:
         older = entries[1]["id"]
@@ -195,6 +226,48 @@ def backend(tmp, store, label):
               f"{label}: a rolled-back head is refused: {r.stdout!r}")
 
 
+def writable_recovery(tmp, store, label):
+    # The old machine publishes; a new machine recovers writable and continues the chain; the
+    # old owner, coming back, is refused by the head's compare-and-swap.
+    ns = str(uuid.uuid4())
+    old = os.path.join(tmp, f"old-{label}")
+    r = run("ingest", old, "--store", store, "--namespace", ns, "--json",
+            stdin=records("w", 2000))
+    check(r.returncode == 0, f"{label}: ingest before writable recovery: {r.stderr!r}")
+    new = os.path.join(tmp, f"new-{label}")
+    r = run("recover", new, "--store", store, "--namespace", ns, "--writable", "--json")
+    check(r.returncode == 0 and js(r).get("writable") is True,
+          f"{label}: writable recovery: {r.stderr!r}")
+    st = js(run("status", new, "--json"))
+    check(st.get("selected") == "expected" and st.get("journal_end_sequence") == 2000,
+          f"{label}: the recovered directory expects the current head: {st}")
+    r = run("ingest", new, "--json", stdin=records("continued", 300))
+    out = js(r)
+    check(r.returncode == 0 and out.get("revision") == 2 and out.get("last_sequence") == 2300,
+          f"{label}: the new machine continues the chain: {r.stdout!r} {r.stderr!r}")
+    run("append", old, stdin=b"the old owner is back\n")
+    r = run("checkpoint", old, "--json")
+    check(r.returncode == 1 and js(r).get("error") == "conflict",
+          f"{label}: the stale owner is refused: {r.stdout!r}")
+    chain = run("log", "--store", store, "--namespace", ns, "--json")
+    check([e["revision"] for e in js(chain).get("entries", [])] == [2, 1],
+          f"{label}: one unbroken chain")
+    if label == "directory":
+        # A damaged segment: recovery fails closed, naming it, and creates nothing.
+        damaged = os.path.join(tmp, "damaged-store")
+        shutil.copytree(store, damaged)
+        seg = sorted(f for f in os.listdir(damaged) if f.startswith(f"ns-{ns.replace('-', '')}-segment-"))[0]
+        with open(os.path.join(damaged, seg), "r+b") as f:
+            f.seek(100)
+            b = f.read(1)
+            f.seek(100)
+            f.write(bytes([b[0] ^ 1]))
+        target = os.path.join(tmp, "from-damaged")
+        r = run("recover", target, "--store", damaged, "--namespace", ns, "--json")
+        check(r.returncode == 1 and js(r).get("error") == "corrupt" and js(r).get("key") == seg and
+              not os.path.exists(target), f"damaged segment refused: {r.stdout!r}")
+
+
 with tempfile.TemporaryDirectory() as tmp:
     stores = [("directory", os.path.join(tmp, "store"))]
     url = s3_url()
@@ -202,6 +275,7 @@ with tempfile.TemporaryDirectory() as tmp:
         stores.append(("rgw", url))
     for label, store in stores:
         backend(tmp, store, label)
+        writable_recovery(tmp, store, label)
 
     # Bad input: a clear error, nothing created.
     r = run("init", os.path.join(tmp, "bad"), "--db-id", "x", "--store", "s3://nobucket")
