@@ -32,6 +32,7 @@
 #include "engine/recovery.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/store_errors.hpp"
+#include "engine/usage.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {
@@ -347,6 +348,66 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
     std::cout << "recovered revision " << f.revision << " (head " << toHex(r->head.id())
               << "): " << f.prefixSequence << " records, " << r->bytes << " journal bytes"
               << (opt.writable ? "; this directory now publishes the namespace" : "") << "\n";
+  }
+  co_return 0;
+}
+
+// ---- du ----------------------------------------------------------------------------------------
+
+struct DuCli {
+  std::string store;
+  std::string ns;
+  std::uint64_t keepRevisions = 0;
+  bool json = false;
+};
+
+asio::awaitable<int> runDu(io::Uring& uring, const DuCli& opt) {
+  auto start = Clock::now();
+  auto ns = Uuid::parse(opt.ns);
+  if (!ns || ns->isNil()) {
+    co_return reportJson(opt.json, Error{Errc::usage, "--namespace is not a canonical UUID"},
+                         start);
+  }
+  auto store = openStore(uring, co_await asio::this_coro::executor, opt.store);
+  if (!store) co_return reportJson(opt.json, Error{Errc::usage, store.error()}, start);
+  OperationBudget budget;
+  auto usage = co_await namespaceUsage(**store, *ns, opt.keepRevisions, budget);
+  if (!usage) co_return reportJson(opt.json, usage.error(), start);
+  auto classes = [&](const std::array<UsageCount, kObjectClasses>& counts) {
+    JsonObject o;
+    UsageCount total;
+    for (std::size_t c = 0; c < kObjectClasses; ++c) {
+      o.addRaw(objectClassName(static_cast<ObjectClass>(c)),
+               JsonObject{}.add("objects", counts[c].objects).add("bytes", counts[c].bytes).str());
+      total.objects += counts[c].objects;
+      total.bytes += counts[c].bytes;
+    }
+    o.addRaw("total", JsonObject{}.add("objects", total.objects).add("bytes", total.bytes).str());
+    return std::make_pair(o.str(), total);
+  };
+  auto [reachable, reachableTotal] = classes(usage->reachable);
+  auto [reclaimable, reclaimableTotal] = classes(usage->unreachable);
+  if (opt.json) {
+    std::cout << JsonObject{}
+                     .add("ok", true)
+                     .add("revisions", usage->revisions)
+                     .addRaw("reachable", reachable)
+                     .addRaw("reclaimable", reclaimable)
+                     .add("seconds", secondsSince(start))
+                     .str()
+              << "\n";
+  } else {
+    std::cout << "class        reachable objects/bytes    reclaimable objects/bytes\n";
+    for (std::size_t c = 0; c < kObjectClasses; ++c) {
+      std::printf("%-12s %9llu %14llu    %9llu %14llu\n",
+                  std::string(objectClassName(static_cast<ObjectClass>(c))).c_str(),
+                  static_cast<unsigned long long>(usage->reachable[c].objects),
+                  static_cast<unsigned long long>(usage->reachable[c].bytes),
+                  static_cast<unsigned long long>(usage->unreachable[c].objects),
+                  static_cast<unsigned long long>(usage->unreachable[c].bytes));
+    }
+    std::cout << usage->revisions << " retained heads walked; reachable " << reachableTotal.bytes
+              << " bytes, reclaimable " << reclaimableTotal.bytes << " bytes\n";
   }
   co_return 0;
 }
@@ -787,6 +848,18 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runRecover(u, *opt); });
     });
+  }
+  {
+    auto opt = std::make_shared<DuCli>();
+    CLI::App* cmd = app.add_subcommand(
+        "du", "bytes a namespace holds: reachable from the retained heads, and reclaimable");
+    cmd->add_option("--store", opt->store, "store URL")->required();
+    cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
+    cmd->add_option("--keep-revisions", opt->keepRevisions,
+                    "heads retained, newest first (default 0: all)");
+    cmd->add_flag("--json", opt->json, "print one JSON object");
+    cmd->callback(
+        [&exitCode, opt] { exitCode = runAsync([opt](io::Uring& u) { return runDu(u, *opt); }); });
   }
   {
     auto opt = std::make_shared<IngestCli>();

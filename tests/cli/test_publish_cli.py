@@ -182,6 +182,25 @@ def backend(tmp, store, label):
     entries = chain_ok(store, ns, label + " after the crash matrix")
     check(entries and entries[0]["prefix_sequence"] == sequence, f"{label}: newest entry")
 
+    # du: every object under the namespace is counted once, as reachable or reclaimable.
+    listed = js(run("store", "ls", store, f"ns-{ns.replace('-', '')}-", "--json"))
+    r = run("du", "--store", store, "--namespace", ns, "--json")
+    du = js(r)
+    check(r.returncode == 0 and du.get("revisions") == len(entries), f"{label}: du: {r.stderr!r}")
+    total = du["reachable"]["total"]["objects"] + du["reclaimable"]["total"]["objects"]
+    check(total == listed.get("count"), f"{label}: du counts every object ({total} vs {listed})")
+    check(du["reachable"]["manifest"]["objects"] == len(entries) and
+          du["reclaimable"]["manifest"]["objects"] == 0 and
+          du["reclaimable"]["segment"]["objects"] == 0 and
+          du["reachable"]["head"]["objects"] == 1,
+          f"{label}: with every head retained only orphaned head copies are reclaimable: {du}")
+    r = run("du", "--store", store, "--namespace", ns, "--keep-revisions", "1", "--json")
+    one = js(r)
+    check(r.returncode == 0 and one["reclaimable"]["manifest"]["objects"] == len(entries) - 1 and
+          one["reclaimable"]["segment"]["objects"] == 0 and
+          one["reachable"]["head_copy"]["objects"] == 1,
+          f"{label}: keeping one revision frees the older manifests and head copies: {one}")
+
     # Pinned read recovery: the current head, and an exact older head, rebuild byte-identical
     # journal prefixes in fresh directories; never an older head by itself.
     journal = open(os.path.join(db, "journal"), "rb").read()

@@ -1,0 +1,109 @@
+#include "engine/usage.hpp"
+
+#include <set>
+#include <string>
+
+#include "engine/format/checks.hpp"
+#include "engine/format/head.hpp"
+#include "engine/format/keys.hpp"
+#include "engine/store/object_store.hpp"
+#include "engine/store_errors.hpp"
+
+namespace cairn {
+
+namespace asio = boost::asio;
+
+std::string_view objectClassName(ObjectClass c) {
+  switch (c) {
+    case ObjectClass::head:
+      return "head";
+    case ObjectClass::headCopy:
+      return "head_copy";
+    case ObjectClass::manifest:
+      return "manifest";
+    case ObjectClass::segment:
+      return "segment";
+    case ObjectClass::other:
+      return "other";
+  }
+  return "other";
+}
+
+namespace {
+
+ObjectClass classify(const std::string& key, const std::string& prefix) {
+  std::string_view rest = std::string_view(key).substr(prefix.size());
+  if (rest == "current.head") return ObjectClass::head;
+  if (rest.starts_with("head-") && rest.ends_with(".bin")) return ObjectClass::headCopy;
+  if (rest.starts_with("manifest-") && rest.ends_with(".bin")) return ObjectClass::manifest;
+  if (rest.starts_with("segment-") && rest.ends_with(".bin")) return ObjectClass::segment;
+  return ObjectClass::other;
+}
+
+}  // namespace
+
+asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uuid& ns,
+                                                    std::uint64_t keepRevisions,
+                                                    OperationBudget& budget) {
+  NamespaceUsage usage;
+  std::set<std::string> reachable;
+  // The chain, newest first.
+  std::string key = keys::currentHead(ns);
+  std::optional<HeadReference> expected;
+  for (;;) {
+    if (auto r = budget.reserve(limits::kHeadBytes, 0, 1, key); !r) {
+      co_return Failure<Error>{r.error()};
+    }
+    auto got = co_await store.get(key, limits::kHeadBytes);
+    if (!got) {
+      if (!expected && got.error().status == StoreStatus::missing) break;  // no head yet
+      co_return storeError(got.error(), key);
+    }
+    auto head = decodeHead(got->bytes, expected);
+    if (!head)
+      co_return Failure<Error>{Error{head.error().code, key + ": " + head.error().message, key}};
+    if (head->fields().ns != ns) {
+      co_return Failure<Error>{Error{Errc::binding, key + " belongs to another namespace", key}};
+    }
+    reachable.insert(key);
+    reachable.insert(keys::headCopy(ns, head->id()));
+    std::string manifestKey = keys::manifest(ns, head->fields().manifestSha256);
+    if (auto r = budget.reserve(head->fields().manifestLength, 0, 1, manifestKey); !r) {
+      co_return Failure<Error>{r.error()};
+    }
+    auto manifestBytes = co_await store.get(manifestKey, head->fields().manifestLength);
+    if (!manifestBytes) co_return storeError(manifestBytes.error(), manifestKey);
+    auto manifest = bindManifest(*head, manifestBytes->bytes);
+    if (!manifest) {
+      co_return Failure<Error>{
+          Error{manifest.error().code, manifestKey + ": " + manifest.error().message, manifestKey}};
+    }
+    reachable.insert(manifestKey);
+    for (const auto& s : manifest->segments) reachable.insert(keys::segment(ns, s.objectSha256));
+    ++usage.revisions;
+    if (!head->fields().predecessor || (keepRevisions != 0 && usage.revisions >= keepRevisions)) {
+      break;
+    }
+    expected = *head->fields().predecessor;
+    key = keys::headCopy(ns, expected->id);
+  }
+  // Everything under the namespace's prefix, page by page.
+  const std::string prefix = "ns-" + ns.compactHex() + "-";
+  std::string continuation;
+  for (int page = 0;; ++page) {
+    if (auto r = budget.reserve(0, 0, 1, "list " + prefix); !r) co_return Failure<Error>{r.error()};
+    auto listed = co_await store.list(prefix, continuation, kMaxListPage);
+    if (!listed) co_return storeError(listed.error(), prefix);
+    for (const auto& o : listed->objects) {
+      auto c = static_cast<std::size_t>(classify(o.key, prefix));
+      UsageCount& u = reachable.count(o.key) ? usage.reachable[c] : usage.unreachable[c];
+      ++u.objects;
+      u.bytes += o.size;
+    }
+    if (listed->continuation.empty()) break;
+    continuation = listed->continuation;
+  }
+  co_return usage;
+}
+
+}  // namespace cairn
