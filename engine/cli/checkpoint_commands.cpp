@@ -41,10 +41,6 @@ struct GraphOptions {
   bool json = false;
 };
 
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 // One line, rewritten in place, on a terminal only.
 void printProgress(const VerifyProgress& p, Clock::time_point start) {
   if (!::isatty(STDERR_FILENO)) return;
@@ -138,20 +134,7 @@ asio::awaitable<int> runCheckpointObjects(io::Uring& uring, const GraphOptions& 
 
 asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   auto start = Clock::now();
-  auto fail = [&](const Error& e) {
-    if (opt.json) {
-      std::cout << JsonObject{}
-                       .add("ok", false)
-                       .add("error", errcName(e.code))
-                       .add("key", e.key)
-                       .add("reason", e.message)
-                       .add("seconds", secondsSince(start))
-                       .str()
-                << "\n";
-      return e.code == Errc::usage ? kExitUsage : kExitFailed;
-    }
-    return report(e);
-  };
+  auto fail = [&](const Error& e) { return reportJson(opt.json, e, secondsSince(start)); };
   auto o = co_await openAll(uring, opt);
   if (!o) co_return fail(o.error());
   EngineLimits limits;

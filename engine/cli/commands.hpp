@@ -2,6 +2,8 @@
 // a subcommand's callback sets the process exit code through `exitCode`.
 #pragma once
 
+#include <chrono>
+
 #include <CLI/CLI.hpp>
 
 #include "engine/format/error.hpp"
@@ -18,6 +20,12 @@ inline constexpr int kExitUncertain = 4;
 
 // Prints "cairn: CODE: message" to stderr and returns the exit code for the error.
 int report(const Error& e);
+// The same, and with `json` also one object on stdout: ok=false, error, key, reason, seconds.
+int reportJson(bool json, const Error& e, double seconds);
+
+inline double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 void addHeadCommands(CLI::App& app, int& exitCode);
 void addJournalCommands(CLI::App& app, int& exitCode);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "engine/cli/commands.hpp"
+#include "engine/cli/json.hpp"
 
 namespace cairn::cli {
 
@@ -21,6 +22,20 @@ int report(const Error& e) {
     default:
       return kExitFailed;
   }
+}
+
+int reportJson(bool json, const Error& e, double seconds) {
+  if (json) {
+    std::cout << JsonObject{}
+                     .add("ok", false)
+                     .add("error", errcName(e.code))
+                     .add("key", e.key)
+                     .add("reason", e.message)
+                     .add("seconds", seconds)
+                     .str()
+              << "\n";
+  }
+  return report(e);
 }
 
 }  // namespace cairn::cli

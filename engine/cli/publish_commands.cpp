@@ -41,10 +41,6 @@ namespace {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 // Test-only fault points (docs/protocol.md): CAIRN_TEST_FAULT=POINT[:N] kills this process
 // with SIGKILL the N-th time (default 1) the publisher passes POINT.
 FaultHook faultHookFromEnvironment() {
@@ -89,20 +85,6 @@ JsonObject headJson(const Head& h) {
   return o;
 }
 
-int reportJson(bool json, const Error& e, Clock::time_point start) {
-  if (json) {
-    std::cout << JsonObject{}
-                     .add("ok", false)
-                     .add("error", errcName(e.code))
-                     .add("key", e.key)
-                     .add("reason", e.message)
-                     .add("seconds", secondsSince(start))
-                     .str()
-              << "\n";
-  }
-  return report(e);
-}
-
 void printPublished(const PublishResult& r, bool json, double seconds) {
   const HeadFields& f = r.head.fields();
   if (json) {
@@ -131,9 +113,9 @@ void printPublished(const PublishResult& r, bool json, double seconds) {
 asio::awaitable<int> runCheckpoint(io::Uring& uring, const CheckpointCli& opt) {
   auto start = Clock::now();
   auto db = co_await Database::open(uring, opt.dir, databaseOptions(opt.segmentMib));
-  if (!db) co_return reportJson(opt.json, db.error(), start);
+  if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
   auto published = co_await (*db)->checkpoint();
-  if (!published) co_return reportJson(opt.json, published.error(), start);
+  if (!published) co_return reportJson(opt.json, published.error(), secondsSince(start));
   printPublished(*published, opt.json, secondsSince(start));
   co_return 0;
 }
@@ -149,7 +131,7 @@ struct StatusCli {
 asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
   auto start = Clock::now();
   auto db = co_await Database::open(uring, opt.dir);
-  if (!db) co_return reportJson(opt.json, db.error(), start);
+  if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
   Journal& journal = (*db)->journal();
   Publisher* publisher = (*db)->publisher();
   JsonObject out;
@@ -239,10 +221,11 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
   auto ns = Uuid::parse(opt.ns);
   if (!ns || ns->isNil()) {
     co_return reportJson(opt.json, Error{Errc::usage, "--namespace is not a canonical UUID"},
-                         start);
+                         secondsSince(start));
   }
   auto opened = openStore(uring, co_await asio::this_coro::executor, opt.store);
-  if (!opened) co_return reportJson(opt.json, Error{Errc::usage, opened.error()}, start);
+  if (!opened)
+    co_return reportJson(opt.json, Error{Errc::usage, opened.error()}, secondsSince(start));
   ObjectStore& store = **opened;
   // Newest first: the current head, then each predecessor's immutable copy, each checked
   // against the exact reference its successor names.
@@ -312,24 +295,26 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
   auto ns = Uuid::parse(opt.ns);
   if (!ns || ns->isNil()) {
     co_return reportJson(opt.json, Error{Errc::usage, "--namespace is not a canonical UUID"},
-                         start);
+                         secondsSince(start));
   }
   request.ns = *ns;
   if (!opt.head.empty()) {
     auto id = fromHex(opt.head);
     if (!id || id->size() != 32) {
-      co_return reportJson(opt.json, Error{Errc::usage, "--head is not a SHA-256 head id"}, start);
+      co_return reportJson(opt.json, Error{Errc::usage, "--head is not a SHA-256 head id"},
+                           secondsSince(start));
     }
     Digest d{};
     std::copy(id->begin(), id->end(), d.begin());
     request.headId = d;
   }
   auto store = openStore(uring, co_await asio::this_coro::executor, opt.store);
-  if (!store) co_return reportJson(opt.json, Error{Errc::usage, store.error()}, start);
+  if (!store)
+    co_return reportJson(opt.json, Error{Errc::usage, store.error()}, secondsSince(start));
   EngineLimits limits;
   OperationBudget budget;
   auto r = co_await recoverDatabase(uring, **store, opt.dir, request, limits, budget);
-  if (!r) co_return reportJson(opt.json, r.error(), start);
+  if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
   const HeadFields& f = r->head.fields();
   if (opt.json) {
     std::cout << JsonObject{}
@@ -366,13 +351,14 @@ asio::awaitable<int> runDu(io::Uring& uring, const DuCli& opt) {
   auto ns = Uuid::parse(opt.ns);
   if (!ns || ns->isNil()) {
     co_return reportJson(opt.json, Error{Errc::usage, "--namespace is not a canonical UUID"},
-                         start);
+                         secondsSince(start));
   }
   auto store = openStore(uring, co_await asio::this_coro::executor, opt.store);
-  if (!store) co_return reportJson(opt.json, Error{Errc::usage, store.error()}, start);
+  if (!store)
+    co_return reportJson(opt.json, Error{Errc::usage, store.error()}, secondsSince(start));
   OperationBudget budget;
   auto usage = co_await namespaceUsage(**store, *ns, opt.keepRevisions, budget);
-  if (!usage) co_return reportJson(opt.json, usage.error(), start);
+  if (!usage) co_return reportJson(opt.json, usage.error(), secondsSince(start));
   auto classes = [&](const std::array<UsageCount, kObjectClasses>& counts) {
     JsonObject o;
     UsageCount total;
@@ -621,10 +607,10 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   if (opt.checkpointMib == 0 || opt.checkpointSeconds <= 0) {
     co_return reportJson(
         opt.json, Error{Errc::usage, "--checkpoint-mib and --checkpoint-seconds must be > 0"},
-        start);
+        secondsSince(start));
   }
   auto opened = co_await openOrCreate(uring, opt);
-  if (!opened) co_return reportJson(opt.json, opened.error(), start);
+  if (!opened) co_return reportJson(opt.json, opened.error(), secondsSince(start));
   Database& db = **opened;
   auto executor = co_await asio::this_coro::executor;
   bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -765,7 +751,7 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   if (failure) {
     std::cerr << "cairn: records up to sequence " << lastSequence
               << " are durable in the journal\n";
-    co_return reportJson(opt.json, *failure, start);
+    co_return reportJson(opt.json, *failure, secondsSince(start));
   }
   if (opt.json) {
     JsonObject out;

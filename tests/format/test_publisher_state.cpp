@@ -15,76 +15,16 @@
 #include "engine/format/publisher_state.hpp"
 #include "engine/format/uuid.hpp"
 
+#include "tests/format/vector_support.hpp"
 #include "tests/vectors/vectors.inc"
 
 namespace {
 
 using namespace cairn;
 namespace v = cairn::vectors;
+using namespace cairn::vector_test;
 
 // ---- helpers independent of the code under test ---------------------------------------------
-
-int nibble(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-Bytes hex(std::string_view text) {
-  REQUIRE(text.size() % 2 == 0);
-  Bytes out;
-  out.reserve(text.size() / 2);
-  for (std::size_t i = 0; i < text.size(); i += 2) {
-    int hi = nibble(text[i]);
-    int lo = nibble(text[i + 1]);
-    REQUIRE(hi >= 0);
-    REQUIRE(lo >= 0);
-    out.push_back(static_cast<std::uint8_t>(hi * 16 + lo));
-  }
-  return out;
-}
-
-std::string hexOf(ByteView bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (std::uint8_t b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
-}
-
-Uuid uuid(std::string_view text) {
-  REQUIRE(text.size() == 36);
-  std::string compact;
-  for (char c : text) {
-    if (c != '-') compact.push_back(c);
-  }
-  Bytes raw = hex(compact);
-  REQUIRE(raw.size() == 16);
-  Uuid u;
-  std::copy(raw.begin(), raw.end(), u.bytes.begin());
-  return u;
-}
-
-Digest digest(std::string_view text) {
-  Bytes raw = hex(text);
-  REQUIRE(raw.size() == 32);
-  Digest d{};
-  std::copy(raw.begin(), raw.end(), d.begin());
-  return d;
-}
-
-template <class T>
-std::string codeOf(const Res<T>& r) {
-  return r.ok() ? std::string() : std::string(errcName(r.error().code));
-}
-
-template <class T>
-std::string messageOf(const Res<T>& r) {
-  return r.ok() ? std::string("(ok)") : r.error().message;
-}
 
 const v::HeadVector& headVector(std::string_view name) {
   for (const auto& h : v::kHeads) {
