@@ -2,9 +2,12 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cstring>
 
+#include "base/sha256.hpp"
 #include "engine/cpu_pool.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/format/segment.hpp"
@@ -43,10 +46,56 @@ std::vector<ManifestSegment> planSegments(const std::vector<std::uint64_t>& ends
 
 namespace {
 
+enum class Installed : std::uint8_t { written, reused, rewritten };
+
+std::int64_t nowSeconds(const CheckpointOptions& options) {
+  if (options.now) return options.now();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Create-if-absent; an existing object must be byte-identical, and is relied on only while it
+// is younger than the reuse age: an older one is rewritten (docs/operations.md, "Vacuum and
+// concurrent publication").
+asio::awaitable<Res<Installed>> installImmutable(ObjectStore& store, const std::string& key,
+                                                 ByteView bytes, const CheckpointOptions& options) {
+  for (int attempt = 0;; ++attempt) {
+    auto created = co_await store.putIfAbsent(key, bytes);
+    if (created) co_return Installed::written;
+    if (created.error().status != StoreStatus::preconditionFailed) {
+      co_return storeError(created.error(), key);
+    }
+    auto info = co_await store.head(key);
+    if (!info && info.error().status == StoreStatus::missing && attempt == 0) {
+      continue;  // deleted between the two requests (a vacuum): create it again
+    }
+    if (!info) co_return storeError(info.error(), key);
+    if (info->size != bytes.size()) {
+      co_return err(Errc::corrupt, key + " exists with different content (" +
+                                       std::to_string(info->size) + " bytes, not " +
+                                       std::to_string(bytes.size()) + ")");
+    }
+    auto existing = co_await store.get(key, bytes.size());
+    if (!existing) co_return storeError(existing.error(), key);
+    if (!std::equal(bytes.begin(), bytes.end(), existing->bytes.begin(), existing->bytes.end())) {
+      co_return err(Errc::corrupt, key + " exists with different content (SHA-256 " +
+                                       toHex(sha256(existing->bytes)) + ")");
+    }
+    std::int64_t age = nowSeconds(options) - info->modifiedUnixSeconds;
+    if (info->modifiedUnixSeconds != 0 && age < options.reuseMaxAge.count()) {
+      co_return Installed::reused;
+    }
+    auto rewritten = co_await store.rewrite(key, bytes);
+    if (!rewritten) co_return storeError(rewritten.error(), key);
+    co_return Installed::rewritten;
+  }
+}
+
 // Reads one segment's journal range, builds the object, and installs it create-if-absent.
-asio::awaitable<Res<bool /*written*/>> installSegment(Journal& journal, ObjectStore& store,
-                                                      const Uuid& ns, const Digest& lineage,
-                                                      ManifestSegment& seg) {
+asio::awaitable<Res<Installed>> installSegment(Journal& journal, ObjectStore& store, const Uuid& ns,
+                                               const Digest& lineage, ManifestSegment& seg,
+                                               const CheckpointOptions& options) {
   SegmentHeader h{lineage, seg.firstSequence, seg.count, seg.journalStart, seg.journalEnd};
   auto header = encodeSegmentHeader(h);
   if (!header) co_return Failure<Error>{header.error()};
@@ -71,15 +120,29 @@ asio::awaitable<Res<bool /*written*/>> installSegment(Journal& journal, ObjectSt
                                     std::to_string(seg.journalEnd) +
                                     ") does not form valid frames: " + decoded.error().message);
   }
-  std::string key = keys::segment(ns, seg.objectSha256);
-  auto created = co_await store.putIfAbsent(key, object);
-  if (created) co_return true;
-  if (created.error().status != StoreStatus::preconditionFailed) {
-    co_return storeError(created.error(), key);
+  co_return co_await installImmutable(store, keys::segment(ns, seg.objectSha256), object, options);
+}
+
+// Objects rewritten by this checkpoint: after the settle time, each must still be there (a
+// vacuum that HEADed one just before its rewrite issues its DELETE within half of that time).
+// One that is gone fails this checkpoint before anything is recorded; the next one creates it.
+asio::awaitable<Res<void>> settleRewrites(ObjectStore& store,
+                                          const std::vector<std::string>& rewritten,
+                                          const CheckpointOptions& options) {
+  if (rewritten.empty()) co_return Res<void>{};
+  asio::steady_timer settle(co_await asio::this_coro::executor, options.rewriteSettle);
+  co_await settle.async_wait(asio::use_awaitable);
+  for (const auto& key : rewritten) {
+    auto info = co_await store.head(key);
+    if (info) continue;
+    if (info.error().status == StoreStatus::missing) {
+      co_return err(Errc::store, key +
+                                     " was deleted right after this checkpoint rewrote it (a "
+                                     "concurrent vacuum); nothing was recorded, checkpoint again");
+    }
+    co_return storeError(info.error(), key);
   }
-  auto reused = co_await store.putImmutable(key, object);  // reads back and compares
-  if (!reused) co_return storeError(reused.error(), key);
-  co_return false;
+  co_return Res<void>{};
 }
 
 }  // namespace
@@ -93,6 +156,13 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
     co_return err(Errc::usage, "segment target must be 1 byte..64 MiB");
   }
   std::uint64_t from = previous ? previous->prefix.sequence : 0;
+  if (options.reuseMaxAge < 2 * options.rewriteSettle) {
+    co_return err(Errc::usage, "the reuse age must be at least twice the rewrite settle time (" +
+                                   std::to_string(2 * options.rewriteSettle.count()) + " ms)");
+  }
+  if (options.compact && (!previous || cutoff != from)) {
+    co_return err(Errc::usage, "compaction keeps the previous checkpoint's cutoff");
+  }
   if (cutoff > journal.endSequence() || cutoff < from) {
     co_return err(Errc::usage, "cutoff " + std::to_string(cutoff) + " is outside [" +
                                    std::to_string(from) + ", " +
@@ -104,9 +174,11 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   }
   std::vector<std::uint64_t> ends(cutoff + 1);
   for (std::uint64_t s = 0; s <= cutoff; ++s) ends[s] = journal.offsetAfter(s);
-  std::vector<ManifestSegment> fresh = planSegments(ends, from, cutoff, options.segmentTargetBytes);
+  std::vector<ManifestSegment> fresh =
+      planSegments(ends, options.compact ? 0 : from, cutoff, options.segmentTargetBytes);
 
   InstalledCheckpoint out;
+  std::vector<std::string> rewritten;
   std::optional<Error> failure;
   std::size_t running = 0;
   Signal finished;
@@ -127,14 +199,19 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
         executor,
         [&, &seg = seg, b = std::move(bytesPermit),
          r = std::move(requestPermit)]() -> asio::awaitable<void> {
-          auto written = co_await installSegment(journal, store, ns, journal.lineage(), seg);
+          auto written =
+              co_await installSegment(journal, store, ns, journal.lineage(), seg, options);
           if (!written) {
             if (!failure) failure = written.error();
-          } else if (*written) {
+          } else if (*written == Installed::written) {
             ++out.segmentsWritten;
             out.bytesUploaded += seg.objectLength;
-          } else {
+          } else if (*written == Installed::reused) {
             ++out.segmentsReused;
+          } else {
+            ++out.objectsRewritten;
+            out.bytesUploaded += seg.objectLength;
+            rewritten.push_back(keys::segment(ns, seg.objectSha256));
           }
           if (--running == 0) finished.notify();
         },
@@ -151,7 +228,7 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   m.generation = previous ? previous->generation + 1 : 1;
   m.journalHeader = journal.header().bytes;
   m.lineage = journal.lineage();
-  if (previous) m.segments = previous->segments;
+  if (previous && !options.compact) m.segments = previous->segments;
   m.segments.insert(m.segments.end(), fresh.begin(), fresh.end());
   auto prefix = co_await journal.prefix(cutoff, limits::kMaxPrefixBytes);
   if (!prefix) co_return Failure<Error>{prefix.error()};
@@ -164,8 +241,14 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   if (auto ok = budget.reserve(out.manifestBytes.size(), 0, 1, "manifest"); !ok) {
     co_return Failure<Error>{ok.error()};
   }
-  auto installed = co_await store.putImmutable(key, out.manifestBytes);
-  if (!installed) co_return storeError(installed.error(), key);
+  auto installed = co_await installImmutable(store, key, out.manifestBytes, options);
+  if (!installed) co_return Failure<Error>{installed.error()};
+  if (*installed == Installed::rewritten) {
+    ++out.objectsRewritten;
+    rewritten.push_back(key);
+  }
+  auto settled = co_await settleRewrites(store, rewritten, options);
+  if (!settled) co_return Failure<Error>{settled.error()};
   co_return out;
 }
 

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/budget.hpp"
@@ -17,9 +20,27 @@ namespace cairn {
 class Journal;
 class ObjectStore;
 
+// After a rewrite a publisher waits this long before it confirms the object is still there:
+// longer than vacuum's HEAD-to-DELETE window and DELETE timeout together (engine/vacuum.hpp).
+inline constexpr std::chrono::milliseconds kRewriteSettle{2000};
+// The smallest reuse age: a publication must outlast at least two settle waits.
+inline constexpr std::chrono::seconds kMinReuseMaxAge{5};
+
 struct CheckpointOptions {
   // A segment closes at the first frame boundary at or after this many body bytes.
   std::uint64_t segmentTargetBytes = std::uint64_t{32} << 20;
+  // Compaction: plan every segment again from sequence 0 (the cutoff must equal the previous
+  // checkpoint's), so the new manifest has fewer, larger segments and the same prefix.
+  bool compact = false;
+  // An object that already exists is relied on only while it is younger than this; an older
+  // one is rewritten with the same bytes, so a concurrent vacuum's grace period covers it
+  // again. Must be at most half of every vacuum's grace (docs/operations.md), and at least
+  // twice rewriteSettle. A publication that takes longer than this from its first upload to
+  // its intent is abandoned.
+  std::chrono::seconds reuseMaxAge{600};
+  std::chrono::milliseconds rewriteSettle = kRewriteSettle;
+  // Seconds since the epoch; the system clock unless a test sets it.
+  std::function<std::int64_t()> now;
 };
 inline constexpr std::uint64_t kMinSegmentTargetBytes = 1;
 inline constexpr std::uint64_t kMaxSegmentTargetBytes = std::uint64_t{64} << 20;
@@ -29,7 +50,8 @@ struct InstalledCheckpoint {
   Bytes manifestBytes;
   Digest manifestSha256{};
   std::uint64_t segmentsWritten = 0;
-  std::uint64_t segmentsReused = 0;  // already present with identical bytes
+  std::uint64_t segmentsReused = 0;    // already present with identical bytes
+  std::uint64_t objectsRewritten = 0;  // present, identical, but too old to rely on: rewritten
   std::uint64_t bytesUploaded = 0;
 };
 

@@ -87,4 +87,12 @@ asio::awaitable<Res<PublishResult>> Database::checkpoint() {
   co_return co_await publisher_->checkpoint();
 }
 
+asio::awaitable<Res<PublishResult>> Database::compact() {
+  if (!publisher_) {
+    co_return err(Errc::usage,
+                  "this database has no store to publish to (create it with a store URL)");
+  }
+  co_return co_await publisher_->compact();
+}
+
 }  // namespace cairn

@@ -51,6 +51,8 @@ class Database {
   }
   // Publishes a checkpoint of everything acknowledged so far (DESIGN.md §6).
   boost::asio::awaitable<Res<PublishResult>> checkpoint();
+  // Compaction (Publisher::compact): the same cutoff in fewer, larger segments.
+  boost::asio::awaitable<Res<PublishResult>> compact();
 
   Journal& journal() { return *journal_; }
   // nullptr for a journal-only database (created without a target).

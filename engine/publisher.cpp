@@ -120,10 +120,15 @@ asio::awaitable<Res<PublishResult>> Publisher::checkpoint() {
   // One checkpoint at a time per publisher: a second call waits, then finds the first one's
   // head selected (and publishes only what came after it).
   auto turn = co_await checkpointing_.lock();
-  co_return co_await checkpointAlone();
+  co_return co_await checkpointAlone(false);
 }
 
-asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone() {
+asio::awaitable<Res<PublishResult>> Publisher::compact() {
+  auto turn = co_await checkpointing_.lock();
+  co_return co_await checkpointAlone(true);
+}
+
+asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone(bool compact) {
   if (state_.lineage != journal_.lineage()) {
     co_return err(Errc::binding, "the publisher state is bound to lineage " +
                                      toHex(state_.lineage) + ", the journal is " +
@@ -151,17 +156,32 @@ asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone() {
   if (auto ok = requireExpected(*seen); !ok) co_return Failure<Error>{ok.error()};
   auto previous = co_await verifySelected(*seen, budget);
   if (!previous) co_return Failure<Error>{previous.error()};
-  if (seen->head && seen->head->fields().prefixSequence == journal_.endSequence()) {
+  if (compact && !seen->head) {
+    co_return err(Errc::usage, "the namespace has no head yet: nothing to compact");
+  }
+  if (!compact && seen->head && seen->head->fields().prefixSequence == journal_.endSequence()) {
     result.head = *seen->head;
     if (!result.reconciledIntent) result.outcome = PublishOutcome::unchanged;
+    if (*previous) result.segments = (*previous)->segments.size();
     co_return result;
   }
   if (journal_.endSequence() == 0 && !seen->head) {
     co_return err(Errc::usage, "the journal is empty: nothing to publish yet");
   }
-  // 4. Build the candidate and install every immutable object it needs.
-  auto intent = co_await buildCandidate(*previous, seen->etag, budget, result);
+  // 4. Build the candidate and install every immutable object it needs. Everything it relies
+  // on was younger than the reuse age (or rewritten) when it started; a build slower than that
+  // age might be overtaken by a vacuum's grace period, so it is abandoned before any intent.
+  const auto buildStart = std::chrono::steady_clock::now();
+  auto intent = co_await buildCandidate(*previous, seen->etag, budget, result, compact);
   if (!intent) co_return Failure<Error>{intent.error()};
+  if (std::chrono::steady_clock::now() - buildStart > options_.checkpoint.reuseMaxAge) {
+    built_.reset();
+    co_return err(Errc::budget,
+                  "building the candidate took longer than the reuse age (" +
+                      std::to_string(options_.checkpoint.reuseMaxAge.count()) +
+                      " s): a concurrent vacuum may already reclaim what it relies on; nothing "
+                      "was recorded, checkpoint again");
+  }
   // 5. Record the intent durably; from here on it blocks every new candidate until settled.
   auto recorded = co_await recordIntent(*intent);
   if (!recorded) co_return Failure<Error>{recorded.error()};
@@ -265,7 +285,7 @@ asio::awaitable<Res<void>> Publisher::verifyAgainstJournal(const Head& head) {
 // Step 4.
 asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
     const std::optional<Manifest>& previous, const std::string& observedEtag,
-    OperationBudget& budget, PublishResult& result) {
+    OperationBudget& budget, PublishResult& result, bool compact) {
   // Uploads pass the test fault points when a hook is set.
   InterceptStore hooked(
       store_,
@@ -280,12 +300,16 @@ asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
       });
   ObjectStore& uploads = options_.fault ? static_cast<ObjectStore&>(hooked) : store_;
 
-  std::uint64_t cutoff = journal_.endSequence();
+  CheckpointOptions checkpointOptions = options_.checkpoint;
+  checkpointOptions.compact = compact;
+  std::uint64_t cutoff = compact ? previous->prefix.sequence : journal_.endSequence();
   auto installed = co_await installCheckpoint(journal_, uploads, state_.ns, previous, cutoff,
-                                              limits_, budget, options_.checkpoint);
+                                              limits_, budget, checkpointOptions);
   if (!installed) co_return Failure<Error>{installed.error()};
   result.objectsWritten += installed->segmentsWritten + 1;
   result.objectsReused += installed->segmentsReused;
+  result.objectsRewritten += installed->objectsRewritten;
+  result.segments = installed->manifest.segments.size();
   result.bytesUploaded += installed->bytesUploaded + installed->manifestBytes.size();
 
   HeadFields f;

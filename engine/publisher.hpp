@@ -62,6 +62,8 @@ struct PublishResult {
   std::uint64_t objectsWritten = 0;
   std::uint64_t objectsReused = 0;
   std::uint64_t bytesUploaded = 0;
+  std::uint64_t objectsRewritten = 0;  // existing but too old to rely on (docs/operations.md)
+  std::uint64_t segments = 0;          // segments in the selected head's manifest
 };
 
 // Creates the state file for a new publisher (fails if one exists): the namespace starts
@@ -86,6 +88,11 @@ class Publisher {
   // is the expected one and its graph against the journal; build and install the candidate
   // for the journal's end; record the intent; conditional PUT; reconcile and persist.
   boost::asio::awaitable<Res<PublishResult>> checkpoint();
+  // The same steps for compaction: a new generation with the current head's cutoff (identical
+  // prefix sequence, length and hash) and every segment planned again at the segment target,
+  // so fewer, larger segments; the old ones become reclaimable. A pending intent is settled
+  // first; the journal may have grown (the records after the cutoff wait for a checkpoint).
+  boost::asio::awaitable<Res<PublishResult>> compact();
 
   const PublisherState& state() const { return state_; }
 
@@ -101,7 +108,7 @@ class Publisher {
   boost::asio::awaitable<Res<PendingIntent>> buildCandidate(const std::optional<Manifest>& previous,
                                                             const std::string& observedEtag,
                                                             OperationBudget& budget,
-                                                            PublishResult& result);
+                                                            PublishResult& result, bool compact);
   boost::asio::awaitable<Res<void>> recordIntent(const PendingIntent& intent);
   boost::asio::awaitable<Res<PublishResult>> sendAndReconcile(PublishResult result,
                                                               OperationBudget& budget);
@@ -109,7 +116,7 @@ class Publisher {
   Judgement judge(const Observation& seen, const PendingIntent& intent) const;
   boost::asio::awaitable<Res<PublishResult>> confirmSelected(PublishResult result, std::string etag,
                                                              const PendingIntent& sent);
-  boost::asio::awaitable<Res<PublishResult>> checkpointAlone();
+  boost::asio::awaitable<Res<PublishResult>> checkpointAlone(bool compact);
   boost::asio::awaitable<Res<void>> saveState(const PublisherState& next);
   void fault(std::string_view point) const;
 

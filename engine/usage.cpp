@@ -29,10 +29,9 @@ std::string_view objectClassName(ObjectClass c) {
   return "other";
 }
 
-namespace {
-
-ObjectClass classify(const std::string& key, const std::string& prefix) {
-  std::string_view rest = std::string_view(key).substr(prefix.size());
+ObjectClass classifyKey(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix)) return ObjectClass::other;
+  std::string_view rest = key.substr(prefix.size());
   if (rest == "current.head") return ObjectClass::head;
   if (rest.starts_with("head-") && rest.ends_with(".bin")) return ObjectClass::headCopy;
   if (rest.starts_with("manifest-") && rest.ends_with(".bin")) return ObjectClass::manifest;
@@ -40,13 +39,12 @@ ObjectClass classify(const std::string& key, const std::string& prefix) {
   return ObjectClass::other;
 }
 
-}  // namespace
+std::string namespacePrefix(const Uuid& ns) { return "ns-" + ns.compactHex() + "-"; }
 
-asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uuid& ns,
-                                                    std::uint64_t keepRevisions,
-                                                    OperationBudget& budget) {
-  NamespaceUsage usage;
-  std::set<std::string> reachable;
+asio::awaitable<Res<RetainedGraph>> retainedGraph(ObjectStore& store, const Uuid& ns,
+                                                  std::uint64_t keepRevisions,
+                                                  OperationBudget& budget) {
+  RetainedGraph graph;
   // The chain, newest first.
   std::string key = keys::currentHead(ns);
   std::optional<HeadReference> expected;
@@ -56,7 +54,10 @@ asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uu
     }
     auto got = co_await store.get(key, limits::kHeadBytes);
     if (!got) {
-      if (!expected && got.error().status == StoreStatus::missing) break;  // no head yet
+      if (got.error().status == StoreStatus::missing) {
+        if (expected) graph.historyEnds = true;
+        break;  // no head yet, or the history ends here
+      }
       co_return storeError(got.error(), key);
     }
     auto head = decodeHead(got->bytes, expected);
@@ -65,8 +66,9 @@ asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uu
     if (head->fields().ns != ns) {
       co_return Failure<Error>{Error{Errc::binding, key + " belongs to another namespace", key}};
     }
-    reachable.insert(key);
-    reachable.insert(keys::headCopy(ns, head->id()));
+    if (!expected) graph.currentEtag = got->etag;
+    graph.reachable.insert(key);
+    graph.reachable.insert(keys::headCopy(ns, head->id()));
     std::string manifestKey = keys::manifest(ns, head->fields().manifestSha256);
     if (auto r = budget.reserve(head->fields().manifestLength, 0, 1, manifestKey); !r) {
       co_return Failure<Error>{r.error()};
@@ -78,24 +80,40 @@ asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uu
       co_return Failure<Error>{
           Error{manifest.error().code, manifestKey + ": " + manifest.error().message, manifestKey}};
     }
-    reachable.insert(manifestKey);
-    for (const auto& s : manifest->segments) reachable.insert(keys::segment(ns, s.objectSha256));
-    ++usage.revisions;
-    if (!head->fields().predecessor || (keepRevisions != 0 && usage.revisions >= keepRevisions)) {
+    graph.reachable.insert(manifestKey);
+    for (const auto& s : manifest->segments) {
+      graph.reachable.insert(keys::segment(ns, s.objectSha256));
+    }
+    if (!graph.current) graph.current = *head;
+    graph.heads.push_back(*head);
+    if (!head->fields().predecessor ||
+        (keepRevisions != 0 && graph.heads.size() >= keepRevisions)) {
       break;
     }
     expected = *head->fields().predecessor;
     key = keys::headCopy(ns, expected->id);
   }
+  co_return graph;
+}
+
+asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uuid& ns,
+                                                    std::uint64_t keepRevisions,
+                                                    OperationBudget& budget) {
+  NamespaceUsage usage;
+  auto graph = co_await retainedGraph(store, ns, keepRevisions, budget);
+  if (!graph) co_return Failure<Error>{graph.error()};
+  usage.revisions = graph->heads.size();
+  usage.historyEnds = graph->historyEnds;
+  const std::set<std::string>& reachable = graph->reachable;
   // Everything under the namespace's prefix, page by page.
-  const std::string prefix = "ns-" + ns.compactHex() + "-";
+  const std::string prefix = namespacePrefix(ns);
   std::string continuation;
   for (int page = 0;; ++page) {
     if (auto r = budget.reserve(0, 0, 1, "list " + prefix); !r) co_return Failure<Error>{r.error()};
     auto listed = co_await store.list(prefix, continuation, kMaxListPage);
     if (!listed) co_return storeError(listed.error(), prefix);
     for (const auto& o : listed->objects) {
-      auto c = static_cast<std::size_t>(classify(o.key, prefix));
+      auto c = static_cast<std::size_t>(classifyKey(o.key, prefix));
       UsageCount& u = reachable.count(o.key) ? usage.reachable[c] : usage.unreachable[c];
       ++u.objects;
       u.bytes += o.size;

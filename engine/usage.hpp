@@ -5,9 +5,14 @@
 #include <array>
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/budget.hpp"
+#include "engine/format/head.hpp"
 #include "engine/format/uuid.hpp"
 
 namespace cairn {
@@ -17,6 +22,29 @@ class ObjectStore;
 enum class ObjectClass : std::uint8_t { head, headCopy, manifest, segment, other };
 inline constexpr std::size_t kObjectClasses = 5;
 std::string_view objectClassName(ObjectClass c);
+// The class of a key under the namespace's prefix ("ns-<hex>-").
+ObjectClass classifyKey(std::string_view key, std::string_view nsPrefix);
+std::string namespacePrefix(const Uuid& ns);
+
+// The retained heads of a namespace and every key they reach.
+struct RetainedGraph {
+  std::optional<Head> current;
+  std::string currentEtag;
+  std::vector<Head> heads;  // newest first: the current head and its retained predecessors
+  // The walk stopped at a predecessor whose immutable head copy is gone (reclaimed by a
+  // vacuum that kept fewer revisions, or lost): older history cannot be walked by anyone.
+  bool historyEnds = false;
+  std::set<std::string> reachable;  // current.head, and each retained head's copy, manifest
+                                    // and segments
+};
+
+// Walks the current head and its predecessors (at most keepRevisions heads; 0 walks all),
+// checking every head copy against the exact reference its successor names and every
+// manifest against its head. A damaged or missing manifest, or a damaged head copy, is an
+// error (never "all reclaimable"); only a missing predecessor head copy ends the walk.
+boost::asio::awaitable<Res<RetainedGraph>> retainedGraph(ObjectStore& store, const Uuid& ns,
+                                                         std::uint64_t keepRevisions,
+                                                         OperationBudget& budget);
 
 struct UsageCount {
   std::uint64_t objects = 0;
@@ -25,14 +53,12 @@ struct UsageCount {
 
 struct NamespaceUsage {
   std::uint64_t revisions = 0;  // heads walked from the current one (the retained heads)
+  bool historyEnds = false;     // see RetainedGraph
   std::array<UsageCount, kObjectClasses> reachable{};
   std::array<UsageCount, kObjectClasses> unreachable{};
 };
 
-// Reachable: the current head object, and from the current head and its predecessors (at most
-// keepRevisions heads; 0 keeps all) each head copy, its manifest and the manifest's segments.
-// Every head copy is checked against the exact reference its successor names and every
-// manifest against its head; a broken chain is an error, never "all reclaimable".
+// Every object under the namespace's prefix, as reachable (retainedGraph) or not.
 boost::asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uuid& ns,
                                                            std::uint64_t keepRevisions,
                                                            OperationBudget& budget);

@@ -206,6 +206,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
 
   Sha256 prefixHash;
   prefixHash.update(m.journalHeader);
+  // The earlier prefix this graph must extend: checked when the rebuilt bytes reach its length.
+  std::uint64_t hashed = m.journalHeader.size();
+  std::optional<bool> extendsOk;
+  if (options.extends && options.extends->length <= hashed) {
+    extendsOk =
+        options.extends->length == hashed && prefixHash.clone().finish() == options.extends->sha256;
+  }
   for (std::size_t i = 0; i < m.segments.size(); ++i) {
     while (launched <= i && !launcherDone) {
       launchedMore.reset();
@@ -235,7 +242,17 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
           failure = fetches[i].check->error();
         } else {
           ByteView body = ByteView(result->bytes).subspan(limits::kSegmentHeaderBytes);
-          co_await onCpuPool([&] { prefixHash.update(body); });
+          co_await onCpuPool([&] {
+            if (options.extends && !extendsOk && hashed + body.size() >= options.extends->length) {
+              std::size_t split = options.extends->length - hashed;
+              prefixHash.update(body.first(split));
+              extendsOk = prefixHash.clone().finish() == options.extends->sha256;
+              prefixHash.update(body.subspan(split));
+            } else {
+              prefixHash.update(body);
+            }
+            hashed += body.size();
+          });
         }
       }
     }
@@ -265,6 +282,14 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   if (options.deep) {
     if (prefixHash.finish() != m.prefix.sha256) {
       co_return corrupt(manifestKey, "the segments do not rebuild the declared prefix hash");
+    }
+    if (options.extends && extendsOk != true) {
+      co_return Failure<Error>{
+          Error{Errc::diverged,
+                manifestKey + ": the graph does not extend the earlier prefix (" +
+                    std::to_string(options.extends->length) + " bytes, SHA-256 " +
+                    toHex(options.extends->sha256) + "): another history",
+                manifestKey}};
     }
     if (journal) {
       if (!*journalPrefix) co_return Failure<Error>{journalPrefix->error()};

@@ -6,6 +6,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "engine/budget.hpp"
 #include "engine/format/head.hpp"
@@ -21,6 +22,13 @@ struct VerifyOptions {
   // true: also every segment byte (hash, header, frames), the rebuilt prefix hash, and the
   // comparison with the journal.
   bool deep = false;
+  // Deep only: the rebuilt journal bytes [0, length) must hash to sha256 (an earlier
+  // checkpoint of the same journal: the graph extends it, it does not fork from it).
+  struct Prefix {
+    std::uint64_t length = 0;
+    Digest sha256{};
+  };
+  std::optional<Prefix> extends;
 };
 
 struct VerifyProgress {

@@ -221,7 +221,10 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
   asio::awaitable<HttpResult> run(Endpoint endpoint, HttpRequest request) {
     for (unsigned attempt = 1;; ++attempt) {
       Attempt a = co_await once(endpoint, request);
-      if (attempt >= options.maxAttempts || !worthRetrying(a, request.idempotent)) {
+      const unsigned attempts = request.maxAttempts != 0
+                                    ? std::min(request.maxAttempts, options.maxAttempts)
+                                    : options.maxAttempts;
+      if (attempt >= attempts || !worthRetrying(a, request.idempotent)) {
         if (a.result.ok()) co_return std::move(a.result);
         HttpError error = std::move(a.result).error();
         error.attempts = attempt;
@@ -306,7 +309,9 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
                                     const HttpRequest& request, bool& reusable) {
     const std::string what = request.method + " " + std::string(targetPath(request.target));
     auto outgoing = message(endpoint, request);
-    c.lowest().expires_after(options.requestTimeout);
+    c.lowest().expires_after(request.timeout.count() > 0
+                                 ? std::min(request.timeout, options.requestTimeout)
+                                 : options.requestTimeout);
     ++stats.requestsSent;
     auto [writeError, written] = co_await http::async_write(stream, outgoing, kNoThrow);
     (void)written;

@@ -1,5 +1,6 @@
 #include "net/s3_client.hpp"
 
+#include <algorithm>
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
 #include <pugixml.hpp>
@@ -97,7 +98,78 @@ void parseErrorBody(const Bytes& body, std::string& code, std::string& message) 
   message = bounded(error.child_value("Message"), kMaxOutcomeMessageBytes);
 }
 
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+std::int64_t daysFromCivil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+// Exactly `width` decimal digits at text[at].
+std::optional<unsigned> digits(std::string_view text, std::size_t at, std::size_t width) {
+  if (at + width > text.size()) return std::nullopt;
+  unsigned v = 0;
+  for (std::size_t i = at; i < at + width; ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    v = v * 10 + static_cast<unsigned>(text[i] - '0');
+  }
+  return v;
+}
+
+std::optional<std::int64_t> civilSeconds(unsigned y, unsigned mo, unsigned d, unsigned h,
+                                         unsigned mi, unsigned s) {
+  static constexpr unsigned kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] || h > 23 || mi > 59 || s > 60) {
+    return std::nullopt;
+  }
+  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (mo == 2 && d == 29 && !leap) return std::nullopt;
+  return daysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + std::min(s, 59u);
+}
+
 }  // namespace
+
+std::optional<std::int64_t> parseIsoTimestamp(std::string_view t) {
+  // YYYY-MM-DDTHH:MM:SS[.fraction]Z
+  if (t.size() < 20 || t.size() > 40 || t[4] != '-' || t[7] != '-' || t[10] != 'T' ||
+      t[13] != ':' || t[16] != ':' || t.back() != 'Z') {
+    return std::nullopt;
+  }
+  if (t.size() > 20) {
+    if (t[19] != '.' || t.size() == 21) return std::nullopt;
+    for (std::size_t i = 20; i + 1 < t.size(); ++i) {
+      if (t[i] < '0' || t[i] > '9') return std::nullopt;
+    }
+  }
+  auto y = digits(t, 0, 4), mo = digits(t, 5, 2), d = digits(t, 8, 2), h = digits(t, 11, 2),
+       mi = digits(t, 14, 2), s = digits(t, 17, 2);
+  if (!y || !mo || !d || !h || !mi || !s) return std::nullopt;
+  return civilSeconds(*y, *mo, *d, *h, *mi, *s);
+}
+
+std::optional<std::int64_t> parseHttpDate(std::string_view t) {
+  // Www, DD Mon YYYY HH:MM:SS GMT (29 characters)
+  static constexpr std::string_view kWeekdays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+  static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (t.size() != 29 || t.substr(3, 2) != ", " || t[7] != ' ' || t[11] != ' ' || t[16] != ' ' ||
+      t[19] != ':' || t[22] != ':' || t.substr(25) != " GMT") {
+    return std::nullopt;
+  }
+  if (std::find(std::begin(kWeekdays), std::end(kWeekdays), t.substr(0, 3)) ==
+      std::end(kWeekdays)) {
+    return std::nullopt;
+  }
+  auto month = std::find(std::begin(kMonths), std::end(kMonths), t.substr(8, 3));
+  if (month == std::end(kMonths)) return std::nullopt;
+  auto d = digits(t, 5, 2), y = digits(t, 12, 4), h = digits(t, 17, 2), mi = digits(t, 20, 2),
+       s = digits(t, 23, 2);
+  if (!d || !y || !h || !mi || !s) return std::nullopt;
+  return civilSeconds(*y, static_cast<unsigned>(month - std::begin(kMonths)) + 1, *d, *h, *mi, *s);
+}
 
 std::string_view statusName(S3Status status) {
   switch (status) {
@@ -159,7 +231,8 @@ struct S3Client::Impl {
                                           std::vector<std::pair<std::string, std::string>> query,
                                           std::vector<HttpHeader> headers, ByteView body,
                                           std::string payloadHash, std::size_t maxBody,
-                                          bool idempotent) {
+                                          bool idempotent, unsigned maxAttempts = 0,
+                                          std::chrono::milliseconds timeout = {}) {
     SigV4Request toSign;
     toSign.method = method;
     toSign.path = rawPath;
@@ -181,6 +254,8 @@ struct S3Client::Impl {
     request.body = body;
     request.maxResponseBody = maxBody;
     request.idempotent = idempotent;
+    request.maxAttempts = maxAttempts;
+    request.timeout = timeout;
     co_return co_await http.request(endpoint, std::move(request));
   }
 
@@ -365,6 +440,11 @@ boost::asio::awaitable<S3Object> S3Client::head(std::string key) {
     co_return object;
   }
   object.etag = std::move(*etag);
+  // Last-Modified is optional here: 0 means "unknown", which nothing treats as old.
+  if (const std::string* modified = response.header("Last-Modified");
+      modified != nullptr && response.headerCount("Last-Modified") == 1) {
+    if (auto t = parseHttpDate(*modified)) object.modifiedUnixSeconds = *t;
+  }
   co_return object;
 }
 
@@ -432,6 +512,18 @@ boost::asio::awaitable<S3Outcome> S3Client::remove(std::string key) {
   co_return impl->classify(result, Op::remove, what);
 }
 
+boost::asio::awaitable<S3Outcome> S3Client::removeOnce(std::string key,
+                                                       std::chrono::milliseconds timeout) {
+  auto impl = impl_;
+  const std::string what = "DELETE " + key;
+  const auto full = impl->fullKey(key);
+  if (!full) co_return impl->invalidKey(what);
+  auto result = co_await impl->send("DELETE", impl->objectPath(*full), {}, {}, {},
+                                    std::string(kEmptyPayloadSha256), kMaxErrorResponseBody, false,
+                                    1, timeout);
+  co_return impl->classify(result, Op::remove, what);
+}
+
 namespace {
 
 // Parses one ListObjectsV2 page; keys must carry the root prefix, which is removed.
@@ -454,6 +546,9 @@ std::optional<std::string> parseListPage(const Bytes& body, const std::string& r
     entry.key = key.substr(rootPrefix.size());
     if (!parseUnsigned(contents.child_value("Size"), entry.size)) return "bad Size";
     entry.etag = bounded(contents.child_value("ETag"), kMaxEtagBytes);
+    auto modified = parseIsoTimestamp(contents.child_value("LastModified"));
+    if (!modified) return "bad LastModified";
+    entry.modifiedUnixSeconds = *modified;
     list.entries.push_back(std::move(entry));
   }
   const std::string_view truncated = root.child_value("IsTruncated");

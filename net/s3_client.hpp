@@ -62,9 +62,10 @@ struct S3Outcome {
 
 struct S3Object {
   S3Outcome outcome;
-  Bytes body;              // GET only
-  std::string etag;        // strong, quoted, from the same response
-  std::uint64_t size = 0;  // GET: body size; HEAD: Content-Length; PUT: bytes written
+  Bytes body;                            // GET only
+  std::string etag;                      // strong, quoted, from the same response
+  std::uint64_t size = 0;                // GET: body size; HEAD: Content-Length; PUT: bytes written
+  std::int64_t modifiedUnixSeconds = 0;  // HEAD: Last-Modified; 0 when absent
 };
 
 enum class PutCondition { none, ifNoneMatch, ifMatch };
@@ -79,6 +80,7 @@ struct S3ListEntry {
   std::string key;  // relative to the root prefix
   std::uint64_t size = 0;
   std::string etag;  // as listed (not validated; listing never selects anything)
+  std::int64_t modifiedUnixSeconds = 0;  // LastModified (required in every entry)
 };
 
 struct S3List {
@@ -118,6 +120,12 @@ inline constexpr std::size_t kMaxListBodyBytes = 16 * 1024 * 1024;
 inline constexpr int kMaxListKeys = 1000;
 inline constexpr std::size_t kMaxOutcomeMessageBytes = 512;
 
+// Timestamps as S3 writes them, to whole seconds since the epoch (UTC). Strict: nullopt for
+// anything else. ISO 8601 of ListObjectsV2's LastModified: "2026-11-29T18:13:21.000Z"
+// (fraction optional); HTTP's IMF-fixdate of Last-Modified: "Sun, 29 Nov 2026 18:13:21 GMT".
+std::optional<std::int64_t> parseIsoTimestamp(std::string_view text);
+std::optional<std::int64_t> parseHttpDate(std::string_view text);
+
 // Exactly one quoted strong entity tag: '"' 1*etagc '"', at most kMaxEtagBytes bytes.
 bool isStrongEtag(std::string_view value);
 
@@ -144,6 +152,9 @@ class S3Client {
                                        std::string etag = {});
   // ok also when the key did not exist (S3 answers 204 either way).
   boost::asio::awaitable<S3Outcome> remove(std::string key);
+  // One attempt, answered within `timeout` or uncertain: a DELETE that must take effect
+  // within a known time of being sent, or not be retried later (vacuum's window).
+  boost::asio::awaitable<S3Outcome> removeOnce(std::string key, std::chrono::milliseconds timeout);
   // One page of ListObjectsV2 (maxKeys clamped to 1..kMaxListKeys), keys in S3's order.
   boost::asio::awaitable<S3List> list(std::string prefix, std::string continuation,
                                       int maxKeys = kMaxListKeys);

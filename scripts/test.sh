@@ -44,7 +44,7 @@ if [ "${CAIRN_TEST_QUICK:-0}" != 1 ]; then
   bash scripts/build.sh tsan
   # The head-decode CLI test is single-threaded and spawns the binary 200 times; the release
   # and ASan runs cover it.
-  TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan -E '^cli\.test_head_decode$'
+  TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan -E '^cli\.test_(head_decode|operations_cli)$'
 
   step "fuzz smoke run"
   bash scripts/build.sh fuzz

@@ -2,11 +2,22 @@
 // a subcommand's callback sets the process exit code through `exitCode`.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <memory>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "engine/format/error.hpp"
+#include "engine/format/uuid.hpp"
+
+namespace cairn {
+class ObjectStore;
+namespace io {
+class Uring;
+}
+}  // namespace cairn
 
 namespace cairn::cli {
 
@@ -27,10 +38,23 @@ inline double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// --namespace: a canonical, non-nil UUID (else a usage error).
+Res<Uuid> parseNamespaceOption(const std::string& text);
+
+// --store URL and --namespace N of the commands that work on a namespace in a store; a bad
+// option of either is a usage error.
+struct NamespaceInStore {
+  Uuid ns;
+  std::unique_ptr<ObjectStore> store;
+};
+Res<NamespaceInStore> openNamespace(io::Uring& uring, const boost::asio::any_io_executor& executor,
+                                    const std::string& storeUrl, const std::string& ns);
+
 void addHeadCommands(CLI::App& app, int& exitCode);
 void addJournalCommands(CLI::App& app, int& exitCode);
 void addStoreCommands(CLI::App& app, int& exitCode);
 void addCheckpointCommands(CLI::App& app, int& exitCode);
 void addPublishCommands(CLI::App& app, int& exitCode);
+void addOpsCommands(CLI::App& app, int& exitCode);
 
 }  // namespace cairn::cli

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   cairn::cli::addStoreCommands(app, exitCode);
   cairn::cli::addCheckpointCommands(app, exitCode);
   cairn::cli::addPublishCommands(app, exitCode);
+  cairn::cli::addOpsCommands(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -32,7 +32,6 @@
 #include "engine/recovery.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/store_errors.hpp"
-#include "engine/usage.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {
@@ -62,14 +61,26 @@ FaultHook faultHookFromEnvironment() {
 struct CheckpointCli {
   std::string dir;
   std::uint64_t segmentMib = 32;
+  std::int64_t reuseMaxAge = 600;
+  bool compact = false;
   bool json = false;
 };
 
-DatabaseOptions databaseOptions(std::uint64_t segmentMib) {
+DatabaseOptions databaseOptions(std::uint64_t segmentMib, std::int64_t reuseMaxAge = 600) {
   DatabaseOptions o;
   o.publish.checkpoint.segmentTargetBytes = segmentMib << 20;
+  o.publish.checkpoint.reuseMaxAge = std::chrono::seconds(reuseMaxAge);
   o.publish.fault = faultHookFromEnvironment();
   return o;
+}
+
+// The reuse age (docs/operations.md, "Vacuum and concurrent publication").
+void addReuseOption(CLI::App* cmd, std::int64_t& seconds) {
+  cmd->add_option("--reuse-max-age", seconds,
+                  "rely on an existing object only while younger than this many seconds, "
+                  "else rewrite it; at most half of every vacuum's grace (default 600, at "
+                  "least 5)")
+      ->check(CLI::Range(std::int64_t{kMinReuseMaxAge.count()}, std::int64_t{365} * 86400));
 }
 
 JsonObject headJson(const Head& h) {
@@ -100,6 +111,8 @@ void printPublished(const PublishResult& r, bool json, double seconds) {
                      .add("objects_written", r.objectsWritten)
                      .add("objects_reused", r.objectsReused)
                      .add("bytes_uploaded", r.bytesUploaded)
+                     .add("objects_rewritten", r.objectsRewritten)
+                     .add("segments", r.segments)
                      .add("seconds", seconds)
                      .str()
               << "\n";
@@ -112,9 +125,15 @@ void printPublished(const PublishResult& r, bool json, double seconds) {
 
 asio::awaitable<int> runCheckpoint(io::Uring& uring, const CheckpointCli& opt) {
   auto start = Clock::now();
-  auto db = co_await Database::open(uring, opt.dir, databaseOptions(opt.segmentMib));
+  auto db =
+      co_await Database::open(uring, opt.dir, databaseOptions(opt.segmentMib, opt.reuseMaxAge));
   if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
-  auto published = co_await (*db)->checkpoint();
+  Res<PublishResult> published = err(Errc::usage, "not run");
+  if (opt.compact) {
+    published = co_await (*db)->compact();
+  } else {
+    published = co_await (*db)->checkpoint();
+  }
   if (!published) co_return reportJson(opt.json, published.error(), secondsSince(start));
   printPublished(*published, opt.json, secondsSince(start));
   co_return 0;
@@ -218,15 +237,10 @@ struct LogCli {
 
 asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
   auto start = Clock::now();
-  auto ns = Uuid::parse(opt.ns);
-  if (!ns || ns->isNil()) {
-    co_return reportJson(opt.json, Error{Errc::usage, "--namespace is not a canonical UUID"},
-                         secondsSince(start));
-  }
-  auto opened = openStore(uring, co_await asio::this_coro::executor, opt.store);
-  if (!opened)
-    co_return reportJson(opt.json, Error{Errc::usage, opened.error()}, secondsSince(start));
-  ObjectStore& store = **opened;
+  auto opened = openNamespace(uring, co_await asio::this_coro::executor, opt.store, opt.ns);
+  if (!opened) co_return reportJson(opt.json, opened.error(), secondsSince(start));
+  ObjectStore& store = *opened->store;
+  const Uuid* ns = &opened->ns;
   // Newest first: the current head, then each predecessor's immutable copy, each checked
   // against the exact reference its successor names.
   std::string key = keys::currentHead(*ns);
@@ -234,9 +248,20 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
   std::string entries = "[";
   std::uint64_t count = 0;
   std::optional<Error> broken;
+  bool historyEnds = false;
   for (;;) {
     auto got = co_await store.get(key, limits::kHeadBytes);
     if (!got) {
+      // A predecessor's head copy that is gone ends the history (a vacuum kept fewer
+      // revisions, or it was lost); a missing current head, or any failure, is an error.
+      if (expected && got.error().status == StoreStatus::missing) {
+        historyEnds = true;
+        if (!opt.json) {
+          std::cout << "(history ends: the head copy of revision " << count
+                    << "'s predecessor is gone, reclaimed or lost)\n";
+        }
+        break;
+      }
       broken = storeError(got.error(), key).error;
       break;
     }
@@ -264,7 +289,7 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
   entries += "]";
   if (opt.json) {
     JsonObject out;
-    out.add("ok", !broken).addRaw("entries", entries);
+    out.add("ok", !broken).addRaw("entries", entries).add("history_ends", historyEnds);
     if (broken) out.add("error", errcName(broken->code)).add("key", broken->key);
     std::cout << out.add("seconds", secondsSince(start)).str() << "\n";
   }
@@ -292,11 +317,8 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
   RecoverRequest request;
   request.storeUrl = opt.store;
   request.writable = opt.writable;
-  auto ns = Uuid::parse(opt.ns);
-  if (!ns || ns->isNil()) {
-    co_return reportJson(opt.json, Error{Errc::usage, "--namespace is not a canonical UUID"},
-                         secondsSince(start));
-  }
+  auto ns = parseNamespaceOption(opt.ns);
+  if (!ns) co_return reportJson(opt.json, ns.error(), secondsSince(start));
   request.ns = *ns;
   if (!opt.head.empty()) {
     auto id = fromHex(opt.head);
@@ -333,67 +355,6 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
     std::cout << "recovered revision " << f.revision << " (head " << toHex(r->head.id())
               << "): " << f.prefixSequence << " records, " << r->bytes << " journal bytes"
               << (opt.writable ? "; this directory now publishes the namespace" : "") << "\n";
-  }
-  co_return 0;
-}
-
-// ---- du ----------------------------------------------------------------------------------------
-
-struct DuCli {
-  std::string store;
-  std::string ns;
-  std::uint64_t keepRevisions = 0;
-  bool json = false;
-};
-
-asio::awaitable<int> runDu(io::Uring& uring, const DuCli& opt) {
-  auto start = Clock::now();
-  auto ns = Uuid::parse(opt.ns);
-  if (!ns || ns->isNil()) {
-    co_return reportJson(opt.json, Error{Errc::usage, "--namespace is not a canonical UUID"},
-                         secondsSince(start));
-  }
-  auto store = openStore(uring, co_await asio::this_coro::executor, opt.store);
-  if (!store)
-    co_return reportJson(opt.json, Error{Errc::usage, store.error()}, secondsSince(start));
-  OperationBudget budget;
-  auto usage = co_await namespaceUsage(**store, *ns, opt.keepRevisions, budget);
-  if (!usage) co_return reportJson(opt.json, usage.error(), secondsSince(start));
-  auto classes = [&](const std::array<UsageCount, kObjectClasses>& counts) {
-    JsonObject o;
-    UsageCount total;
-    for (std::size_t c = 0; c < kObjectClasses; ++c) {
-      o.addRaw(objectClassName(static_cast<ObjectClass>(c)),
-               JsonObject{}.add("objects", counts[c].objects).add("bytes", counts[c].bytes).str());
-      total.objects += counts[c].objects;
-      total.bytes += counts[c].bytes;
-    }
-    o.addRaw("total", JsonObject{}.add("objects", total.objects).add("bytes", total.bytes).str());
-    return std::make_pair(o.str(), total);
-  };
-  auto [reachable, reachableTotal] = classes(usage->reachable);
-  auto [reclaimable, reclaimableTotal] = classes(usage->unreachable);
-  if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("ok", true)
-                     .add("revisions", usage->revisions)
-                     .addRaw("reachable", reachable)
-                     .addRaw("reclaimable", reclaimable)
-                     .add("seconds", secondsSince(start))
-                     .str()
-              << "\n";
-  } else {
-    std::cout << "class        reachable objects/bytes    reclaimable objects/bytes\n";
-    for (std::size_t c = 0; c < kObjectClasses; ++c) {
-      std::printf("%-12s %9llu %14llu    %9llu %14llu\n",
-                  std::string(objectClassName(static_cast<ObjectClass>(c))).c_str(),
-                  static_cast<unsigned long long>(usage->reachable[c].objects),
-                  static_cast<unsigned long long>(usage->reachable[c].bytes),
-                  static_cast<unsigned long long>(usage->unreachable[c].objects),
-                  static_cast<unsigned long long>(usage->unreachable[c].bytes));
-    }
-    std::cout << usage->revisions << " retained heads walked; reachable " << reachableTotal.bytes
-              << " bytes, reclaimable " << reclaimableTotal.bytes << " bytes\n";
   }
   co_return 0;
 }
@@ -790,6 +751,23 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("DIR", opt->dir, "database directory")->required();
     cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB")
         ->check(CLI::Range(1, 64));
+    addReuseOption(cmd, opt->reuseMaxAge);
+    cmd->add_flag("--json", opt->json, "print one JSON object");
+    cmd->callback([&exitCode, opt] {
+      exitCode = runAsync([opt](io::Uring& u) { return runCheckpoint(u, *opt); });
+    });
+  }
+  {
+    auto opt = std::make_shared<CheckpointCli>();
+    opt->compact = true;
+    opt->segmentMib = 64;
+    CLI::App* cmd = app.add_subcommand(
+        "compact",
+        "publish the current head's cutoff again in fewer, larger segments (a new generation)");
+    cmd->add_option("DIR", opt->dir, "database directory")->required();
+    cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB (default 64)")
+        ->check(CLI::Range(1, 64));
+    addReuseOption(cmd, opt->reuseMaxAge);
     cmd->add_flag("--json", opt->json, "print one JSON object");
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpoint(u, *opt); });
@@ -834,18 +812,6 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runRecover(u, *opt); });
     });
-  }
-  {
-    auto opt = std::make_shared<DuCli>();
-    CLI::App* cmd = app.add_subcommand(
-        "du", "bytes a namespace holds: reachable from the retained heads, and reclaimable");
-    cmd->add_option("--store", opt->store, "store URL")->required();
-    cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
-    cmd->add_option("--keep-revisions", opt->keepRevisions,
-                    "heads retained, newest first (default 0: all)");
-    cmd->add_flag("--json", opt->json, "print one JSON object");
-    cmd->callback(
-        [&exitCode, opt] { exitCode = runAsync([opt](io::Uring& u) { return runDu(u, *opt); }); });
   }
   {
     auto opt = std::make_shared<IngestCli>();

@@ -181,6 +181,11 @@ asio::awaitable<StoreResult<std::string>> DirectoryStore::putIfMatch(std::string
     co_return storeFail(StoreStatus::preconditionFailed,
                         key + " has ETag " + current->etag + ", not " + etag);
   }
+  co_return co_await replace(key, bytes);
+}
+
+asio::awaitable<StoreResult<std::string>> DirectoryStore::replace(const std::string& key,
+                                                                  ByteView bytes) {
   auto temp = co_await writeTemp(bytes);
   if (!temp) co_return Failure<StoreOutcome>{temp.error()};
   fs::path target = root_ / key;
@@ -194,6 +199,14 @@ asio::awaitable<StoreResult<std::string>> DirectoryStore::putIfMatch(std::string
     co_return ioFailure(StoreStatus::uncertain, "fsync directory of " + key, s.error());
   }
   co_return etagOf(bytes);
+}
+
+asio::awaitable<StoreResult<std::string>> DirectoryStore::rewrite(std::string key, ByteView bytes) {
+  if (!isValidObjectKey(key)) co_return badKey(key);
+  std::error_code ec;
+  fs::create_directories((root_ / key).parent_path(), ec);
+  if (ec) co_return ioFailure(StoreStatus::failure, "create directory for " + key, ec);
+  co_return co_await replace(key, bytes);
 }
 
 asio::awaitable<StoreResult<void>> DirectoryStore::remove(std::string key) {

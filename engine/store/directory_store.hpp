@@ -33,6 +33,8 @@ class DirectoryStore final : public ObjectStore {
                                                                ByteView bytes) override;
   boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key, ByteView bytes,
                                                               std::string etag) override;
+  boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key,
+                                                           ByteView bytes) override;
   boost::asio::awaitable<StoreResult<void>> remove(std::string key) override;
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
@@ -48,6 +50,8 @@ class DirectoryStore final : public ObjectStore {
   struct Impl;
   DirectoryStore(io::Uring& uring, std::filesystem::path root);
   boost::asio::awaitable<StoreResult<std::filesystem::path>> writeTemp(ByteView bytes);
+  // Write temp, fsync, rename over the key, fsync its directory.
+  boost::asio::awaitable<StoreResult<std::string>> replace(const std::string& key, ByteView bytes);
 
   io::Uring& uring_;
   std::filesystem::path root_;

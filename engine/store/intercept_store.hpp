@@ -12,7 +12,7 @@
 
 namespace cairn {
 
-enum class StoreOp : std::uint8_t { get, head, putIfAbsent, putIfMatch, remove, list };
+enum class StoreOp : std::uint8_t { get, head, putIfAbsent, putIfMatch, rewrite, remove, list };
 
 class InterceptStore final : public ObjectStore {
  public:
@@ -63,11 +63,28 @@ class InterceptStore final : public ObjectStore {
     if (auto o = follow(StoreOp::putIfMatch, key, r)) co_return Failure<StoreOutcome>{*o};
     co_return r;
   }
+  boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key,
+                                                           ByteView bytes) override {
+    std::optional<StoreOutcome> early = co_await intercept(StoreOp::rewrite, key, bytes, noEtag_);
+    if (early) co_return Failure<StoreOutcome>{*early};
+    auto r = co_await inner_.rewrite(key, bytes);
+    if (auto o = follow(StoreOp::rewrite, key, r)) co_return Failure<StoreOutcome>{*o};
+    co_return r;
+  }
   boost::asio::awaitable<StoreResult<void>> remove(std::string key) override {
     ByteView none;
     std::optional<StoreOutcome> early = co_await intercept(StoreOp::remove, key, none, noEtag_);
     if (early) co_return Failure<StoreOutcome>{*early};
     auto r = co_await inner_.remove(key);
+    if (auto o = follow(StoreOp::remove, key, r)) co_return Failure<StoreOutcome>{*o};
+    co_return r;
+  }
+  boost::asio::awaitable<StoreResult<void>> removeWithin(
+      std::string key, std::chrono::milliseconds timeout) override {
+    ByteView none;
+    std::optional<StoreOutcome> early = co_await intercept(StoreOp::remove, key, none, noEtag_);
+    if (early) co_return Failure<StoreOutcome>{*early};
+    auto r = co_await inner_.removeWithin(key, timeout);
     if (auto o = follow(StoreOp::remove, key, r)) co_return Failure<StoreOutcome>{*o};
     co_return r;
   }

@@ -44,6 +44,15 @@ bool isValidObjectKey(std::string_view key) {
   return true;
 }
 
+boost::asio::awaitable<StoreResult<void>> ObjectStore::removeWithin(std::string key,
+                                                                    std::chrono::milliseconds) {
+  co_return co_await remove(std::move(key));
+}
+
+boost::asio::awaitable<StoreResult<std::string>> ObjectStore::rewrite(std::string key, ByteView) {
+  co_return storeFail(StoreStatus::failure, describe() + " cannot rewrite " + key);
+}
+
 boost::asio::awaitable<StoreResult<std::string>> ObjectStore::putImmutable(std::string key,
                                                                            ByteView bytes) {
   auto created = co_await putIfAbsent(key, bytes);

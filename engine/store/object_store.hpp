@@ -16,6 +16,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -92,8 +93,18 @@ class ObjectStore {
   virtual boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key,
                                                                       ByteView bytes,
                                                                       std::string etag) = 0;
+  // Unconditional replace, only ever with the bytes a content-addressed key already names:
+  // it refreshes the object's modification time, so a concurrent vacuum's grace period
+  // covers it again (docs/operations.md, "Vacuum and concurrent publication"). Returns the
+  // ETag. Stores that cannot do it refuse (failure).
+  virtual boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key, ByteView bytes);
   // Deletes; deleting a missing key is ok.
   virtual boost::asio::awaitable<StoreResult<void>> remove(std::string key) = 0;
+  // Deletes with one attempt answered within `timeout` (else uncertain), never retried later:
+  // for vacuum, whose DELETE must take effect within a known time (engine/vacuum.hpp). The
+  // default is remove() (a local store acts before it answers).
+  virtual boost::asio::awaitable<StoreResult<void>> removeWithin(std::string key,
+                                                                 std::chrono::milliseconds timeout);
   // Keys starting with prefix, in key order, after `continuation` (from a previous page).
   virtual boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix,
                                                              std::string continuation,

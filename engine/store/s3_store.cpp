@@ -117,12 +117,19 @@ asio::awaitable<StoreResult<ObjectInfo>> S3Store::head(std::string key) {
   if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
   auto r = co_await impl_->client->head(key);
   if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
-  co_return ObjectInfo{key, r.size, std::move(r.etag), 0};
+  co_return ObjectInfo{key, r.size, std::move(r.etag), r.modifiedUnixSeconds};
 }
 
 asio::awaitable<StoreResult<std::string>> S3Store::putIfAbsent(std::string key, ByteView bytes) {
   if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
   auto r = co_await impl_->client->put(key, bytes, net::PutCondition::ifNoneMatch);
+  if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
+  co_return std::move(r.etag);
+}
+
+asio::awaitable<StoreResult<std::string>> S3Store::rewrite(std::string key, ByteView bytes) {
+  if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
+  auto r = co_await impl_->client->put(key, bytes, net::PutCondition::none);
   if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
   co_return std::move(r.etag);
 }
@@ -160,12 +167,21 @@ asio::awaitable<StoreResult<void>> S3Store::remove(std::string key) {
   co_return StoreResult<void>{};
 }
 
+asio::awaitable<StoreResult<void>> S3Store::removeWithin(std::string key,
+                                                         std::chrono::milliseconds timeout) {
+  if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
+  auto r = co_await impl_->client->removeOnce(key, timeout);
+  if (!r.ok()) co_return outcomeOf(r);
+  co_return StoreResult<void>{};
+}
+
 asio::awaitable<StoreResult<ListPage>> S3Store::list(std::string prefix, std::string continuation,
                                                      int maxKeys) {
   auto r = co_await impl_->client->list(prefix, continuation, std::clamp(maxKeys, 1, kMaxListPage));
   if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
   ListPage page;
-  for (auto& e : r.entries) page.objects.push_back(ObjectInfo{e.key, e.size, e.etag, 0});
+  for (auto& e : r.entries)
+    page.objects.push_back(ObjectInfo{e.key, e.size, e.etag, e.modifiedUnixSeconds});
   page.continuation = std::move(r.continuation);
   co_return page;
 }

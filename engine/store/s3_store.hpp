@@ -31,7 +31,11 @@ class S3Store final : public ObjectStore {
                                                                ByteView bytes) override;
   boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key, ByteView bytes,
                                                               std::string etag) override;
+  boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key,
+                                                           ByteView bytes) override;
   boost::asio::awaitable<StoreResult<void>> remove(std::string key) override;
+  boost::asio::awaitable<StoreResult<void>> removeWithin(
+      std::string key, std::chrono::milliseconds timeout) override;
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
   std::string describe() const override;

@@ -14,75 +14,18 @@ byte with the journal); and `cairn log` shows an unbroken chain with no revision
 """
 import json
 import os
-import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
 
-cairn = sys.argv[1]
-passed = failed = 0
+from cli_support import cairn, chain_ok, check, finish, js, records, run, test_stores
 
 POINTS = [
     "before-upload", "after-upload", "before-upload:2", "after-upload:3",
     "before-intent", "after-intent", "before-put", "after-put", "before-expected",
 ]
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
-
-
-def run(*args, stdin=b"", env=None):
-    e = dict(os.environ)
-    e.pop("CAIRN_TEST_FAULT", None)
-    if env:
-        e.update(env)
-    return subprocess.run([cairn, *args], input=stdin, capture_output=True, timeout=300, env=e)
-
-
-def js(r):
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return {}
-
-
-def records(tag, n):
-    return "".join(f"{tag} record {i} {'x' * (i % 200)}\n" for i in range(n)).encode()
-
-
-def s3_url():
-    need = ["S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY"]
-    if not all(os.environ.get(k) for k in need):
-        required = os.environ.get("CI") == "true" or os.environ.get("CAIRN_REQUIRE_S3") == "1"
-        if required or os.environ.get("CAIRN_ALLOW_NO_S3") != "1":
-            print("FAIL: S3_* must be set (eval \"$(bash ../shared/s3/start-rgw.sh)\")")
-            sys.exit(1)
-        print("WARNING: the RGW half of this test did NOT run (CAIRN_ALLOW_NO_S3=1)")
-        return None
-    os.environ["AWS_ACCESS_KEY_ID"] = os.environ["S3_ACCESS_KEY"]
-    os.environ["AWS_SECRET_ACCESS_KEY"] = os.environ["S3_SECRET_KEY"]
-    root = f"cairn-cli-{random.randrange(10**12)}"
-    region = os.environ.get("S3_REGION") or "us-east-1"
-    return (f"s3://{os.environ['S3_BUCKET']}/{root}?endpoint={os.environ['S3_ENDPOINT']}"
-            f"&region={region}")
-
-
-def chain_ok(store, ns, what):
-    r = run("log", "--store", store, "--namespace", ns, "--json")
-    check(r.returncode == 0, f"{what}: log: {r.stderr!r}")
-    entries = js(r).get("entries", [])
-    revs = [e["revision"] for e in entries]
-    check(revs == list(range(len(revs), 0, -1)), f"{what}: unbroken chain, got {revs}")
-    return entries
 
 
 def backend(tmp, store, label):
@@ -288,10 +231,7 @@ def writable_recovery(tmp, store, label):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    stores = [("directory", os.path.join(tmp, "store"))]
-    url = s3_url()
-    if url:
-        stores.append(("rgw", url))
+    stores = test_stores(tmp)
     for label, store in stores:
         backend(tmp, store, label)
         writable_recovery(tmp, store, label)
@@ -316,5 +256,4 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("ingest", os.path.join(tmp, "lp2"), "--length-prefixed", stdin=b"\x00\x00\x00\x09abc")
     check(r.returncode == 2, "a truncated length-prefixed record is refused")
 
-print(f"{passed} checks passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

@@ -4,6 +4,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +12,7 @@
 #include "engine/format/keys.hpp"
 #include "engine/journal.hpp"
 #include "engine/store/directory_store.hpp"
+#include "engine/store/intercept_store.hpp"
 #include "engine/verifier.hpp"
 #include "io/uring.hpp"
 #include "tests/io/io_test_support.hpp"
@@ -92,12 +94,14 @@ struct Fixture {
     REQUIRE(failures == 0);
   }
   Res<InstalledCheckpoint> checkpoint(const std::optional<Manifest>& previous = std::nullopt,
-                                      std::uint64_t target = 64 << 10) {
+                                      std::uint64_t target = 64 << 10, CheckpointOptions opt = {},
+                                      ObjectStore* through = nullptr) {
     OperationBudget budget;
-    CheckpointOptions opt;
     opt.segmentTargetBytes = target;
-    return runToCompletion(context, installCheckpoint(*journal, *store, ns, previous,
-                                                      journal->endSequence(), limits, budget, opt));
+    std::uint64_t cutoff =
+        opt.compact && previous ? previous->prefix.sequence : journal->endSequence();
+    return runToCompletion(context, installCheckpoint(*journal, through ? *through : *store, ns,
+                                                      previous, cutoff, limits, budget, opt));
   }
   Res<VerifiedGraph> verify(const InstalledCheckpoint& c, bool deep, Journal* j,
                             ObjectStore* through = nullptr,
@@ -110,6 +114,9 @@ struct Fixture {
                                                c.manifestBytes.size(), j, limits, budget, opt));
   }
   std::filesystem::path objectPath(const std::string& key) { return dir.path() / "store" / key; }
+  Res<Prefix> runPrefix(std::uint64_t sequence) {
+    return runToCompletion(context, journal->prefix(sequence, limits::kMaxPrefixBytes));
+  }
 };
 
 }  // namespace
@@ -164,6 +171,116 @@ TEST_CASE("checkpoint: a checkpoint of many records verifies, shallow and deep",
   CHECK(f.verify(*next, true, f.journal.get()).ok());
   // The older checkpoint still verifies against the longer journal (its prefix is unchanged).
   CHECK(f.verify(*c, true, f.journal.get()).ok());
+}
+
+TEST_CASE("checkpoint: an existing object older than the reuse age is rewritten, not trusted",
+          "[checkpoint][vacuum]") {
+  Fixture f;
+  auto c = f.checkpoint();
+  REQUIRE(c.ok());
+  std::vector<std::string> keys{keys::manifest(f.ns, c->manifestSha256)};
+  for (const auto& s : c->manifest.segments) keys.push_back(keys::segment(f.ns, s.objectSha256));
+  // Two hours old: past any vacuum grace a reuse age of ten minutes allows.
+  auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  for (const auto& k : keys) std::filesystem::last_write_time(f.objectPath(k), old);
+  CheckpointOptions opt;
+  opt.rewriteSettle = std::chrono::milliseconds(10);
+
+  SECTION("rewritten: same bytes, fresh modification time") {
+    auto again = f.checkpoint(std::nullopt, 64 << 10, opt);
+    REQUIRE(again.ok());
+    CHECK(again->segmentsReused == 0);
+    CHECK(again->objectsRewritten == keys.size());
+    CHECK(again->manifestSha256 == c->manifestSha256);
+    for (const auto& k : keys) {
+      CHECK(std::filesystem::last_write_time(f.objectPath(k)) >
+            std::filesystem::file_time_type::clock::now() - std::chrono::minutes(1));
+    }
+    CHECK(f.verify(*again, true, f.journal.get()).ok());
+  }
+  SECTION("young enough: reused as they are") {
+    opt.reuseMaxAge = std::chrono::hours(3);
+    auto again = f.checkpoint(std::nullopt, 64 << 10, opt);
+    REQUIRE(again.ok());
+    CHECK(again->segmentsReused == c->manifest.segments.size());
+    CHECK(again->objectsRewritten == 0);
+  }
+  SECTION("deleted right after its rewrite (a vacuum's late DELETE): the checkpoint fails") {
+    // A vacuum HEADed the old object just before the rewrite and deletes it just after; the
+    // publisher's confirmation after the settle time finds it gone.
+    std::string victim = keys.back();
+    InterceptStore racing(
+        *f.store,
+        [&](StoreOp op, const std::string& key, ByteView,
+            const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
+          if (op == StoreOp::head && key == victim &&
+              std::filesystem::last_write_time(f.objectPath(key)) > old + std::chrono::hours(1)) {
+            std::filesystem::remove(f.objectPath(key));
+          }
+          co_return std::nullopt;
+        });
+    auto again = f.checkpoint(std::nullopt, 64 << 10, opt, &racing);
+    REQUIRE(!again.ok());
+    CHECK(again.error().code == Errc::store);
+    CHECK(again.error().message.find("deleted right after this checkpoint rewrote it") !=
+          std::string::npos);
+    // The next attempt creates it again.
+    auto retry = f.checkpoint(std::nullopt, 64 << 10, opt);
+    REQUIRE(retry.ok());
+    CHECK(f.verify(*retry, true, f.journal.get()).ok());
+  }
+}
+
+TEST_CASE("verification: a graph extends an earlier prefix of its journal, or is refused",
+          "[checkpoint]") {
+  Fixture f;
+  auto earlier = f.runPrefix(1234);
+  REQUIRE(earlier.ok());
+  auto c = f.checkpoint();
+  REQUIRE(c.ok());
+  auto check = [&](std::uint64_t length, const Digest& sha) {
+    OperationBudget budget;
+    VerifyOptions opt;
+    opt.deep = true;
+    opt.extends = VerifyOptions::Prefix{length, sha};
+    return runToCompletion(
+        f.context, verifyManifestGraph(*f.store, f.ns, c->manifestSha256, c->manifestBytes.size(),
+                                       nullptr, f.limits, budget, opt));
+  };
+  CHECK(check(earlier->length, earlier->sha256).ok());
+  // The whole prefix, and the bare journal header, are prefixes too.
+  CHECK(check(c->manifest.prefix.length, c->manifest.prefix.sha256).ok());
+  auto none = f.runPrefix(0);
+  REQUIRE(none.ok());
+  CHECK(check(none->length, none->sha256).ok());
+  // Another history: a different hash at the same length, or a length beyond the graph.
+  Digest other = earlier->sha256;
+  other[0] ^= 1;
+  auto forked = check(earlier->length, other);
+  REQUIRE(!forked.ok());
+  CHECK(forked.error().code == Errc::diverged);
+  auto beyond = check(c->manifest.prefix.length + 1, c->manifest.prefix.sha256);
+  REQUIRE(!beyond.ok());
+  CHECK(beyond.error().code == Errc::diverged);
+}
+
+TEST_CASE("checkpoint: compaction keeps the cutoff in fewer segments", "[checkpoint]") {
+  Fixture f;
+  auto c = f.checkpoint(std::nullopt, 16 << 10);
+  REQUIRE(c.ok());
+  f.appendRecords(300, "later");  // beyond the cutoff: not part of the compaction
+  CheckpointOptions opt;
+  opt.compact = true;
+  auto compacted = f.checkpoint(c->manifest, 1 << 20, opt);
+  REQUIRE(compacted.ok());
+  CHECK(compacted->manifest.prefix.sequence == c->manifest.prefix.sequence);
+  CHECK(compacted->manifest.prefix.length == c->manifest.prefix.length);
+  CHECK(compacted->manifest.prefix.sha256 == c->manifest.prefix.sha256);
+  CHECK(compacted->manifest.generation == 2);
+  CHECK(compacted->manifest.segments.size() < c->manifest.segments.size());
+  CHECK(f.verify(*compacted, true, f.journal.get()).ok());
+  // Compaction needs a previous checkpoint and its exact cutoff.
+  CHECK(f.checkpoint(std::nullopt, 1 << 20, opt).error().code == Errc::usage);
 }
 
 TEST_CASE("checkpoint: every damaged object fails verification with the right error",

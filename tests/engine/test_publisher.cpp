@@ -19,6 +19,8 @@
 #include "engine/publisher.hpp"
 #include "engine/store/intercept_store.hpp"
 #include "engine/store/open_store.hpp"
+#include "engine/vacuum.hpp"
+#include "engine/verifier.hpp"
 #include "io/uring.hpp"
 #include "tests/engine/s3_test_env.hpp"
 #include "tests/io/io_test_support.hpp"
@@ -596,7 +598,94 @@ class UnconditionalStore final : public ObjectStore {
   ObjectStore& inner_;
 };
 
+// Vacuum racing a publisher: the head moves between vacuum's walk and its first DELETE.
+void vacuumWhileTheHeadMoves(const std::optional<std::string>& s3Url) {
+  World w(s3Url);
+  Db db = w.create("db");
+  std::vector<Head> heads;
+  for (int i = 0; i < 3; ++i) {
+    w.append(db, 200, "round " + std::to_string(i));
+    auto r = w.checkpoint(db);
+    REQUIRE(r.ok());
+    heads.push_back(r->head);
+  }
+  auto realNow = [] {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  VacuumOptions options;
+  options.keepRevisions = 1;
+  options.apply = true;
+
+  SECTION("young objects stay, whatever is unreachable") {
+    options.graceSeconds = 3600;
+    OperationBudget budget;
+    auto report = w.run(vacuumNamespace(*w.inner, w.ns, options, w.limits, budget));
+    REQUIRE(report.ok());
+    CHECK(report->reclaimable[static_cast<std::size_t>(ObjectClass::manifest)].objects == 0);
+    CHECK(report->kept[static_cast<std::size_t>(ObjectClass::manifest)].objects == 2);
+    CHECK(report->deleted[static_cast<std::size_t>(ObjectClass::manifest)].objects == 0);
+    CHECK(report->verified);
+  }
+  SECTION("the head moves before the first DELETE: reachability is computed again") {
+    // Everything counts as old: the clock runs 100 s ahead and the grace is 50 s, so only
+    // reachability protects the new head's objects.
+    options.now = [&] { return realNow() + 100; };
+    options.graceSeconds = 50;
+    w.append(db, 200, "during vacuum");
+    PublishOptions po;
+    po.checkpoint.segmentTargetBytes = 4096;
+    Publisher publisher(w.uring, *db.journal, *w.inner, db.dir, w.state(db), w.limits, po);
+    std::optional<Head> moved;
+    InterceptStore racing(*w.inner,
+                          [&](StoreOp op, const std::string&, ByteView,
+                              const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
+                            if (op == StoreOp::head && !moved) {
+                              auto r = co_await publisher.checkpoint();
+                              REQUIRE(r.ok());
+                              moved = r->head;
+                            }
+                            co_return std::nullopt;
+                          });
+    OperationBudget budget;
+    auto report = w.run(vacuumNamespace(racing, w.ns, options, w.limits, budget));
+    REQUIRE(report.ok());
+    REQUIRE(moved);
+    CHECK(report->restarts == 1);
+    CHECK(report->verified);
+    REQUIRE(report->current);
+    CHECK(report->current->id() == moved->id());
+    // The older revisions' manifests and head copies are gone; the new head's graph is whole,
+    // byte for byte, and so is the journal comparison.
+    CHECK(report->deleted[static_cast<std::size_t>(ObjectClass::manifest)].objects == 3);
+    CHECK(report->deleted[static_cast<std::size_t>(ObjectClass::headCopy)].objects == 3);
+    VerifyOptions deep;
+    deep.deep = true;
+    OperationBudget verifyBudget;
+    CHECK(w.run(verifyHeadGraph(*w.inner, *moved, db.journal.get(), w.limits, verifyBudget, deep))
+              .ok());
+    for (const Head& h : heads) {
+      auto copy = w.run(w.inner->head(keys::headCopy(w.ns, h.id())));
+      REQUIRE(!copy);
+      CHECK(copy.error().status == StoreStatus::missing);
+    }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("vacuum: young objects stay, and a head that moves restarts it (directory)",
+          "[publisher][vacuum]") {
+  vacuumWhileTheHeadMoves(std::nullopt);
+}
+
+TEST_CASE("vacuum: young objects stay, and a head that moves restarts it (RGW)",
+          "[publisher][vacuum][s3]") {
+  auto url = test::rgwUrlText();
+  if (!url) return;
+  vacuumWhileTheHeadMoves(url);
+}
 
 TEST_CASE("publication: the observation table on the directory store", "[publisher]") {
   observationTable(std::nullopt);

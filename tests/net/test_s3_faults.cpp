@@ -311,8 +311,10 @@ TEST_CASE("S3 list: pages, URL-encoded keys, malformed XML", "[net][s3fault]") {
   SECTION("a page with a continuation token") {
     page = head +
            "<IsTruncated>true</IsTruncated><NextContinuationToken>tok/1=</NextContinuationToken>"
-           "<Contents><Key>r/p/a%20b</Key><Size>3</Size><ETag>&quot;x&quot;</ETag></Contents>"
-           "<Contents><Key>r/p/c</Key><Size>0</Size><ETag>&quot;y&quot;</ETag></Contents>"
+           "<Contents><Key>r/p/a%20b</Key><Size>3</Size><ETag>&quot;x&quot;</ETag>"
+           "<LastModified>2026-11-29T18:13:21.000Z</LastModified></Contents>"
+           "<Contents><Key>r/p/c</Key><Size>0</Size><ETag>&quot;y&quot;</ETag>"
+           "<LastModified>1970-01-01T00:00:00Z</LastModified></Contents>"
            "</ListBucketResult>";
     auto l = rig.run(rig.client.list("p/", "prev token", 2));
     REQUIRE(l.outcome.ok());
@@ -320,7 +322,9 @@ TEST_CASE("S3 list: pages, URL-encoded keys, malformed XML", "[net][s3fault]") {
     CHECK(l.entries[0].key == "p/a b");
     CHECK(l.entries[0].size == 3);
     CHECK(l.entries[0].etag == "\"x\"");
+    CHECK(l.entries[0].modifiedUnixSeconds == 1795976001);
     CHECK(l.entries[1].key == "p/c");
+    CHECK(l.entries[1].modifiedUnixSeconds == 0);
     CHECK(l.continuation == "tok/1=");
     const std::string target = rig.server.requests().back().target;
     CHECK(target ==
@@ -342,6 +346,13 @@ TEST_CASE("S3 list: pages, URL-encoded keys, malformed XML", "[net][s3fault]") {
           head + "<IsTruncated>false</IsTruncated><Contents><Key>elsewhere/a</Key><Size>1</Size>"
                  "</Contents></ListBucketResult>",
           head + "<IsTruncated>false</IsTruncated><Contents><Key>r/a</Key><Size>-1</Size>"
+                 "<LastModified>2026-11-29T18:13:21.000Z</LastModified>"
+                 "</Contents></ListBucketResult>",
+          // An entry without a usable modification time: vacuum could not judge its age.
+          head + "<IsTruncated>false</IsTruncated><Contents><Key>r/a</Key><Size>1</Size>"
+                 "</Contents></ListBucketResult>",
+          head + "<IsTruncated>false</IsTruncated><Contents><Key>r/a</Key><Size>1</Size>"
+                 "<LastModified>2026-11-29 18:13:21</LastModified>"
                  "</Contents></ListBucketResult>"}) {
       page = bad;
       auto l = rig.run(rig.client.list("", "", 10));
@@ -349,6 +360,30 @@ TEST_CASE("S3 list: pages, URL-encoded keys, malformed XML", "[net][s3fault]") {
       CHECK(l.outcome.status == S3Status::failure);
       CHECK(l.entries.empty());
     }
+  }
+}
+
+TEST_CASE("S3 timestamps: ISO 8601 of listings and HTTP dates, strictly", "[net][s3fault]") {
+  // Expected values computed independently: date -u -d '2026-11-29T18:13:21Z' +%s etc.
+  CHECK(parseIsoTimestamp("2026-11-29T18:13:21.000Z") == 1795976001);
+  CHECK(parseIsoTimestamp("2026-11-29T18:13:21Z") == 1795976001);
+  CHECK(parseIsoTimestamp("2024-02-29T23:59:59.123456Z") == 1709251199);
+  CHECK(parseIsoTimestamp("1970-01-01T00:00:00.000Z") == 0);
+  CHECK(parseHttpDate("Sun, 29 Nov 2026 18:13:21 GMT") == 1795976001);
+  CHECK(parseHttpDate("Thu, 29 Feb 2024 23:59:59 GMT") == 1709251199);
+  for (std::string_view bad :
+       {"", "2026-11-29T18:13:21", "2026-11-29 18:13:21Z", "2026-13-01T00:00:00Z",
+        "2025-02-29T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T18:13:21.Z",
+        "2026-11-29T18:13:2x.000Z", "1969-12-31T23:59:59Z", "+2026-11-29T18:13:21Z"}) {
+    INFO(bad);
+    CHECK(!parseIsoTimestamp(bad));
+  }
+  for (std::string_view bad :
+       {"", "Sun, 29 Nov 2026 18:13:21 UTC", "Xyz, 29 Nov 2026 18:13:21 GMT",
+        "Sun, 29 Foo 2026 18:13:21 GMT", "Sun, 31 Nov 2026 18:13:21 GMT",
+        "Sunday, 29-Nov-26 18:13:21 GMT", "Sun, 29 Nov 2026 18:13:21 GMT "}) {
+    INFO(bad);
+    CHECK(!parseHttpDate(bad));
   }
 }
 

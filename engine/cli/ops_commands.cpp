@@ -1,0 +1,353 @@
+// cairn du --store URL --namespace N [--keep-revisions K] |
+// cairn vacuum --store URL --namespace N [--keep-revisions K] [--grace-seconds S] [--apply] |
+// cairn backup --store URL --namespace N --to URL2 |
+// cairn repair-head --store URL --namespace N --to ID [--force]
+#include <boost/asio/this_coro.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "engine/cli/commands.hpp"
+#include "engine/cli/json.hpp"
+#include "engine/cli/run.hpp"
+#include "engine/maintenance.hpp"
+#include "engine/store/open_store.hpp"
+#include "engine/vacuum.hpp"
+#include "io/uring.hpp"
+
+namespace cairn::cli {
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+std::string classCounts(const std::array<UsageCount, kObjectClasses>& counts) {
+  JsonObject o;
+  UsageCount total;
+  for (std::size_t c = 0; c < kObjectClasses; ++c) {
+    o.addRaw(objectClassName(static_cast<ObjectClass>(c)),
+             JsonObject{}.add("objects", counts[c].objects).add("bytes", counts[c].bytes).str());
+    total.objects += counts[c].objects;
+    total.bytes += counts[c].bytes;
+  }
+  return o
+      .addRaw("total", JsonObject{}.add("objects", total.objects).add("bytes", total.bytes).str())
+      .str();
+}
+
+UsageCount total(const std::array<UsageCount, kObjectClasses>& counts) {
+  UsageCount t;
+  for (const auto& c : counts) {
+    t.objects += c.objects;
+    t.bytes += c.bytes;
+  }
+  return t;
+}
+
+// ---- du ------------------------------------------------------------------------------------
+
+struct DuCli {
+  std::string store;
+  std::string ns;
+  std::uint64_t keepRevisions = 0;
+  bool json = false;
+};
+
+asio::awaitable<int> runDu(io::Uring& uring, const DuCli& opt) {
+  auto start = Clock::now();
+  auto target = openNamespace(uring, co_await asio::this_coro::executor, opt.store, opt.ns);
+  if (!target) co_return reportJson(opt.json, target.error(), secondsSince(start));
+  auto& [ns, store] = *target;
+  OperationBudget budget;
+  auto usage = co_await namespaceUsage(*store, ns, opt.keepRevisions, budget);
+  if (!usage) co_return reportJson(opt.json, usage.error(), secondsSince(start));
+  if (opt.json) {
+    std::cout << JsonObject{}
+                     .add("ok", true)
+                     .add("revisions", usage->revisions)
+                     .add("history_ends", usage->historyEnds)
+                     .addRaw("reachable", classCounts(usage->reachable))
+                     .addRaw("reclaimable", classCounts(usage->unreachable))
+                     .add("seconds", secondsSince(start))
+                     .str()
+              << "\n";
+    co_return 0;
+  }
+  std::cout << "class        reachable objects/bytes    reclaimable objects/bytes\n";
+  for (std::size_t c = 0; c < kObjectClasses; ++c) {
+    std::printf("%-12s %9llu %14llu    %9llu %14llu\n",
+                std::string(objectClassName(static_cast<ObjectClass>(c))).c_str(),
+                static_cast<unsigned long long>(usage->reachable[c].objects),
+                static_cast<unsigned long long>(usage->reachable[c].bytes),
+                static_cast<unsigned long long>(usage->unreachable[c].objects),
+                static_cast<unsigned long long>(usage->unreachable[c].bytes));
+  }
+  std::cout << usage->revisions << " retained heads walked"
+            << (usage->historyEnds ? " (the history ends there: older head copies are gone)" : "")
+            << "; reachable " << total(usage->reachable).bytes << " bytes, reclaimable "
+            << total(usage->unreachable).bytes << " bytes\n";
+  co_return 0;
+}
+
+// ---- vacuum --------------------------------------------------------------------------------
+
+struct VacuumCli {
+  std::string store;
+  std::string ns;
+  std::uint64_t keepRevisions = kDefaultKeepRevisions;
+  std::int64_t graceSeconds = kDefaultGraceSeconds;
+  bool apply = false;
+  bool json = false;
+};
+
+asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
+  auto start = Clock::now();
+  auto target = openNamespace(uring, co_await asio::this_coro::executor, opt.store, opt.ns);
+  if (!target) co_return reportJson(opt.json, target.error(), secondsSince(start));
+  auto& [ns, store] = *target;
+  VacuumOptions options;
+  options.keepRevisions = opt.keepRevisions;
+  options.graceSeconds = opt.graceSeconds;
+  options.apply = opt.apply;
+  EngineLimits limits;
+  OperationBudget budget;
+  auto r = co_await vacuumNamespace(*store, ns, options, limits, budget);
+  if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
+  if (opt.json) {
+    std::string objects = "[";
+    bool first = true;
+    for (const auto& v : r->unreachable) {
+      objects += (first ? "" : ",") + JsonObject{}
+                                          .add("key", v.key)
+                                          .add("class", objectClassName(v.cls))
+                                          .add("bytes", v.size)
+                                          .add("age_seconds", v.ageSeconds)
+                                          .add("verdict", vacuumVerdictName(v.verdict))
+                                          .add("deleted", v.deleted)
+                                          .str();
+      first = false;
+    }
+    objects += "]";
+    JsonObject out;
+    out.add("ok", true).add("apply", opt.apply);
+    if (r->current) {
+      out.add("head_revision", r->current->fields().revision)
+          .add("head_id", toHex(r->current->id()));
+    }
+    std::cout << out.add("revisions", r->revisions)
+                     .add("history_ends", r->historyEnds)
+                     .add("grace_seconds", opt.graceSeconds)
+                     .addRaw("reachable", classCounts(r->reachable))
+                     .addRaw("reclaimable", classCounts(r->reclaimable))
+                     .addRaw("kept", classCounts(r->kept))
+                     .addRaw("deleted", classCounts(r->deleted))
+                     .add("restarts", r->restarts)
+                     .add("verified", r->verified)
+                     .addRaw("objects", objects)
+                     .add("seconds", secondsSince(start))
+                     .str()
+              << "\n";
+    co_return 0;
+  }
+  for (const auto& v : r->unreachable) {
+    std::printf("%-9s %-10s %8lld s %12llu  %s%s\n", std::string(objectClassName(v.cls)).c_str(),
+                std::string(vacuumVerdictName(v.verdict)).c_str(),
+                static_cast<long long>(v.ageSeconds), static_cast<unsigned long long>(v.size),
+                v.key.c_str(), v.deleted ? "  (deleted)" : "");
+  }
+  UsageCount reclaim = total(r->reclaimable), kept = total(r->kept), gone = total(r->deleted);
+  std::cout << r->revisions << " retained heads; " << reclaim.objects << " objects ("
+            << reclaim.bytes << " bytes) unreachable and older than " << opt.graceSeconds << " s; "
+            << kept.objects << " unreachable kept (young, candidate, unknown age)\n";
+  if (opt.apply) {
+    std::cout << "deleted " << gone.objects << " objects (" << gone.bytes << " bytes)"
+              << (r->verified ? "; the current head verifies" : "") << "\n";
+  } else {
+    std::cout << "dry run: nothing deleted (--apply deletes)\n";
+  }
+  co_return 0;
+}
+
+// ---- backup --------------------------------------------------------------------------------
+
+struct BackupCli {
+  std::string store;
+  std::string ns;
+  std::string to;
+  bool json = false;
+};
+
+asio::awaitable<int> runBackup(io::Uring& uring, const BackupCli& opt) {
+  auto start = Clock::now();
+  auto ns = parseNamespaceOption(opt.ns);
+  if (!ns) co_return reportJson(opt.json, ns.error(), secondsSince(start));
+  auto executor = co_await asio::this_coro::executor;
+  auto source = openStore(uring, executor, opt.store);
+  if (!source) {
+    co_return reportJson(opt.json, Error{Errc::usage, "--store: " + source.error()},
+                         secondsSince(start));
+  }
+  auto target = openStore(uring, executor, opt.to);
+  if (!target) {
+    co_return reportJson(opt.json, Error{Errc::usage, "--to: " + target.error()},
+                         secondsSince(start));
+  }
+  EngineLimits limits;
+  OperationBudget budget;
+  auto r = co_await backupNamespace(**source, **target, *ns, limits, budget);
+  if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
+  const HeadFields& f = r->head.fields();
+  if (opt.json) {
+    JsonObject out;
+    out.add("ok", true)
+        .add("revision", f.revision)
+        .add("head_id", toHex(r->head.id()))
+        .add("prefix_sequence", f.prefixSequence);
+    if (r->targetBefore) {
+      out.add("target_revision_before", r->targetBefore->fields().revision);
+    } else {
+      out.addNull("target_revision_before");
+    }
+    std::cout << out.add("objects_copied", r->objectsCopied)
+                     .add("objects_present", r->objectsPresent)
+                     .add("bytes_copied", r->bytesCopied)
+                     .add("objects_verified", r->objectsVerified)
+                     .add("bytes_verified", r->bytesVerified)
+                     .add("head_updated", r->headUpdated)
+                     .add("seconds", secondsSince(start))
+                     .str()
+              << "\n";
+  } else {
+    std::cout << "backed up revision " << f.revision << " (head " << toHex(r->head.id())
+              << "): " << r->objectsCopied << " objects copied (" << r->bytesCopied << " bytes), "
+              << r->objectsPresent << " already there; the copy verifies"
+              << (r->headUpdated ? "; the target's head now selects it" : "") << "\n";
+  }
+  co_return 0;
+}
+
+// ---- repair-head ---------------------------------------------------------------------------
+
+struct RepairCli {
+  std::string store;
+  std::string ns;
+  std::string to;
+  bool force = false;
+  bool json = false;
+};
+
+asio::awaitable<int> runRepair(io::Uring& uring, const RepairCli& opt) {
+  auto start = Clock::now();
+  auto id = fromHex(opt.to);
+  if (!id || id->size() != 32) {
+    co_return reportJson(opt.json, Error{Errc::usage, "--to is not a SHA-256 head id"},
+                         secondsSince(start));
+  }
+  Digest d{};
+  std::copy(id->begin(), id->end(), d.begin());
+  auto target = openNamespace(uring, co_await asio::this_coro::executor, opt.store, opt.ns);
+  if (!target) co_return reportJson(opt.json, target.error(), secondsSince(start));
+  EngineLimits limits;
+  OperationBudget budget;
+  auto r = co_await repairHead(*target->store, target->ns, d, opt.force, limits, budget);
+  if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
+  if (opt.json) {
+    std::cout << JsonObject{}
+                     .add("ok", true)
+                     .add("revision", r->target.fields().revision)
+                     .add("head_id", toHex(r->target.id()))
+                     .add("before", headConditionName(r->before))
+                     .add("reason", r->reason)
+                     .add("replaced", r->replaced)
+                     .add("seconds", secondsSince(start))
+                     .str()
+              << "\n";
+  } else {
+    std::cout << "the current head was " << headConditionName(r->before)
+              << (r->reason.empty() ? "" : " (" + r->reason + ")") << "; "
+              << (r->replaced ? "it now selects " : "it already selected ") << "revision "
+              << r->target.fields().revision << " (head " << toHex(r->target.id()) << ")\n";
+  }
+  co_return 0;
+}
+
+}  // namespace
+
+Res<Uuid> parseNamespaceOption(const std::string& text) {
+  auto ns = Uuid::parse(text);
+  if (!ns || ns->isNil()) return err(Errc::usage, "--namespace is not a canonical UUID");
+  return *ns;
+}
+
+Res<NamespaceInStore> openNamespace(io::Uring& uring, const asio::any_io_executor& executor,
+                                    const std::string& storeUrl, const std::string& ns) {
+  auto parsed = parseNamespaceOption(ns);
+  if (!parsed) return Failure<Error>{parsed.error()};
+  auto store = openStore(uring, executor, storeUrl);
+  if (!store) return err(Errc::usage, store.error());
+  return NamespaceInStore{*parsed, std::move(*store)};
+}
+
+void addOpsCommands(CLI::App& app, int& exitCode) {
+  {
+    auto opt = std::make_shared<DuCli>();
+    CLI::App* cmd = app.add_subcommand(
+        "du", "bytes a namespace holds: reachable from the retained heads, and reclaimable");
+    cmd->add_option("--store", opt->store, "store URL")->required();
+    cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
+    cmd->add_option("--keep-revisions", opt->keepRevisions,
+                    "heads retained, newest first (default 0: all)");
+    cmd->add_flag("--json", opt->json, "print one JSON object");
+    cmd->callback(
+        [&exitCode, opt] { exitCode = runAsync([opt](io::Uring& u) { return runDu(u, *opt); }); });
+  }
+  {
+    auto opt = std::make_shared<VacuumCli>();
+    CLI::App* cmd = app.add_subcommand(
+        "vacuum", "list (and with --apply delete) the objects no retained head reaches");
+    cmd->add_option("--store", opt->store, "store URL")->required();
+    cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
+    cmd->add_option("--keep-revisions", opt->keepRevisions,
+                    "heads retained, newest first (default 10; 0 keeps all)");
+    cmd->add_option("--grace-seconds", opt->graceSeconds,
+                    "never delete an object younger than this (default 3600; at least twice "
+                    "every publisher's --reuse-max-age)")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{3650} * 86400));
+    cmd->add_flag("--apply", opt->apply, "delete (default: a dry run)");
+    cmd->add_flag("--json", opt->json, "print one JSON object");
+    cmd->callback([&exitCode, opt] {
+      exitCode = runAsync([opt](io::Uring& u) { return runVacuum(u, *opt); });
+    });
+  }
+  {
+    auto opt = std::make_shared<BackupCli>();
+    CLI::App* cmd = app.add_subcommand(
+        "backup", "copy the current head's graph into another store, verify it, select it there");
+    cmd->add_option("--store", opt->store, "source store URL")->required();
+    cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
+    cmd->add_option("--to", opt->to, "target store URL (either backend)")->required();
+    cmd->add_flag("--json", opt->json, "print one JSON object");
+    cmd->callback([&exitCode, opt] {
+      exitCode = runAsync([opt](io::Uring& u) { return runBackup(u, *opt); });
+    });
+  }
+  {
+    auto opt = std::make_shared<RepairCli>();
+    CLI::App* cmd = app.add_subcommand(
+        "repair-head",
+        "re-point a missing or damaged current head at a verified head (docs/operations.md)");
+    cmd->add_option("--store", opt->store, "store URL")->required();
+    cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
+    cmd->add_option("--to", opt->to, "the head id to select (its immutable copy must verify)")
+        ->required();
+    cmd->add_flag("--force", opt->force, "replace even a healthy current head");
+    cmd->add_flag("--json", opt->json, "print one JSON object");
+    cmd->callback([&exitCode, opt] {
+      exitCode = runAsync([opt](io::Uring& u) { return runRepair(u, *opt); });
+    });
+  }
+}
+
+}  // namespace cairn::cli
