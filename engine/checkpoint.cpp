@@ -66,10 +66,13 @@ asio::awaitable<Res<Installed>> installImmutable(ObjectStore& store, const std::
     if (created.error().status != StoreStatus::preconditionFailed) {
       co_return storeError(created.error(), key);
     }
+    // An object deleted between two of these requests (by a vacuum: it was old and
+    // unreachable) is created again, a bounded number of times.
+    auto vanished = [&](const StoreOutcome& o) {
+      return o.status == StoreStatus::missing && attempt < 2;
+    };
     auto info = co_await store.head(key);
-    if (!info && info.error().status == StoreStatus::missing && attempt == 0) {
-      continue;  // deleted between the two requests (a vacuum): create it again
-    }
+    if (!info && vanished(info.error())) continue;
     if (!info) co_return storeError(info.error(), key);
     if (info->size != bytes.size()) {
       co_return err(Errc::corrupt, key + " exists with different content (" +
@@ -77,6 +80,7 @@ asio::awaitable<Res<Installed>> installImmutable(ObjectStore& store, const std::
                                        std::to_string(bytes.size()) + ")");
     }
     auto existing = co_await store.get(key, bytes.size());
+    if (!existing && vanished(existing.error())) continue;
     if (!existing) co_return storeError(existing.error(), key);
     if (!std::equal(bytes.begin(), bytes.end(), existing->bytes.begin(), existing->bytes.end())) {
       co_return err(Errc::corrupt, key + " exists with different content (SHA-256 " +

@@ -184,6 +184,10 @@ def vacuum_during_publication(tmp, store, label):
             if r.returncode == 0:
                 counts["published"] += 1
                 counts["rewritten"] += js(r).get("objects_rewritten", 0)
+            elif b"deleted right after this checkpoint rewrote it" in r.stdout:
+                # Vacuum judged the object old just before the rewrite and deleted it right
+                # after: the publisher noticed before recording anything. Correct; retried.
+                counts["caught"] = counts.get("caught", 0) + 1
             else:
                 failures.append(r.stdout + r.stderr)
             i += 1
@@ -211,7 +215,7 @@ def vacuum_during_publication(tmp, store, label):
         t.join()
     check(vacuums >= 4 and deleted > 0 and counts["rewritten"] > 0,
           f"{label}: interleaved: {vacuums} vacuums, {deleted} segments deleted, {counts}")
-    check(not failures, f"{label}: every checkpoint and compaction succeeded: {failures[:2]}")
+    check(not failures, f"{label}: every checkpoint and compaction succeeded (or caught a concurrent deletion): {failures[:2]}")
     r = run("verify", db, "--deep", "--json")
     check(r.returncode == 0, f"{label}: verify --deep after the interleaving: {r.stderr!r}")
 

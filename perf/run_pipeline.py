@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""perf/run_pipeline.py: the checkpoint pipeline against its peers and the server's ceiling,
+in one run, on the same bytes (issue: "the checkpoint pipeline", perf item).
+
+For a journal of MIB MiB of RECORD-byte records (default 1 GiB of 4 KiB):
+  1. upload: `cairn checkpoint` (every segment to S3, the manifest, the head) against
+     `rclone copy` of the same bytes (the journal cut into SEGMENT_MIB files, as many
+     transfers as cairn keeps in flight);
+  2. verify: `cairn verify --deep` (every segment fetched, hashed, its frames decoded, the
+     prefix rebuilt and compared with the journal read from disk) against
+     `restic check --read-data` of a restic repository holding the same journal, and against
+     `rclone copy` downloading the files of step 1;
+  3. the server's ceiling: cairn_s3_bench with CEILING concurrency, plain PUTs and GETs of the
+     same files (to memory), so every figure is also a ratio to what the server gives;
+  4. RSS: cairn's peak RSS in both steps, and again for a graph SMALL_MIB MiB large, to show
+     it does not grow with the graph (SMALL_MIB should exceed the 256 MiB in flight).
+CPU and RSS come from /usr/bin/time around each process (start-up included, for cairn and
+the peers alike); throughput is bytes over the process's wall time. Absolute figures on a
+shared 2-core machine are noise: the ratios measured back to back in one run are the result.
+
+The store is the one the S3_* variables name (shared/s3/README.md), so the same run works
+against RGW, MinIO or AWS. For 1 GiB on the bundled RGW use bluestore with room for about five copies:
+    CAIRN_RGW_STORE=bluestore CAIRN_RGW_STORE_BYTES=$((16 << 30)) \
+      bash ../shared/s3/start-rgw.sh > /tmp/rgw.env
+    set -a; . /tmp/rgw.env; set +a
+    python3 perf/run_pipeline.py build/engine/cairn build-s3perf/perf/cairn_s3_bench
+Needs rclone, restic and /usr/bin/time (apt-get install -y rclone restic time).
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+
+cairn = sys.argv[1] if len(sys.argv) > 1 else "build/engine/cairn"
+bench = sys.argv[2] if len(sys.argv) > 2 else "build-s3perf/perf/cairn_s3_bench"
+MIB = int(os.environ.get("MIB", "1024"))
+SMALL_MIB = int(os.environ.get("SMALL_MIB", "512"))
+RECORD = int(os.environ.get("RECORD", "4096"))
+SEGMENT_MIB = int(os.environ.get("SEGMENT_MIB", "32"))
+# cairn keeps at most 256 MiB of segment bodies in flight (EngineLimits::bytes): 8 segments.
+TRANSFERS = int(os.environ.get("TRANSFERS", str(max(1, 256 // SEGMENT_MIB))))
+CEILING = int(os.environ.get("CEILING", "32"))
+TIMEOUT = int(os.environ.get("STEP_TIMEOUT", "1800"))
+
+for v in ("S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY"):
+    if not os.environ.get(v):
+        sys.exit(f"run_pipeline.py: {v} is not set (see the docstring)")
+for tool in ("rclone", "restic"):
+    if not shutil.which(tool):
+        sys.exit(f"run_pipeline.py: {tool} is missing (apt-get install -y {tool})")
+if not os.path.exists("/usr/bin/time"):
+    sys.exit("run_pipeline.py: /usr/bin/time is missing (apt-get install -y time)")
+
+endpoint = os.environ["S3_ENDPOINT"]
+bucket = os.environ["S3_BUCKET"]
+region = os.environ.get("S3_REGION") or "us-east-1"
+run_id = f"pipeline-{random.randrange(10**9)}"
+env = dict(os.environ)
+env.update({
+    "AWS_ACCESS_KEY_ID": os.environ["S3_ACCESS_KEY"],
+    "AWS_SECRET_ACCESS_KEY": os.environ["S3_SECRET_KEY"],
+    "RCLONE_CONFIG_PERF_TYPE": "s3",
+    "RCLONE_CONFIG_PERF_PROVIDER": os.environ.get("RCLONE_PROVIDER", "Ceph"),
+    "RCLONE_CONFIG_PERF_ACCESS_KEY_ID": os.environ["S3_ACCESS_KEY"],
+    "RCLONE_CONFIG_PERF_SECRET_ACCESS_KEY": os.environ["S3_SECRET_KEY"],
+    "RCLONE_CONFIG_PERF_REGION": region,
+    "RCLONE_CONFIG_PERF_ENDPOINT": endpoint,
+    "RESTIC_PASSWORD": "cairn-perf",
+})
+# rclone fails with a CA-bundle error while AWS_CA_BUNDLE is set; restic honours it.
+rclone_env = {k: v for k, v in env.items() if k != "AWS_CA_BUNDLE"}
+RCLONE_FLAGS = ["--transfers", str(TRANSFERS), "--checkers", str(TRANSFERS),
+                "--s3-upload-concurrency", "1", "--s3-chunk-size", "64M",
+                "--s3-upload-cutoff", "64M"]
+remote = f"perf:{bucket}/{run_id}"
+SEGMENTS = ["--segment-mib", str(SEGMENT_MIB)]
+
+
+def timed(name, argv, environ=env, stdin=None):
+    """Runs argv under /usr/bin/time; returns (stdout, wall, cpu, max RSS MiB)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+        r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", t.name, *argv],
+                           stdin=stdin, capture_output=True, env=environ, timeout=TIMEOUT)
+        if r.returncode != 0:
+            sys.exit(f"run_pipeline.py: {name} failed ({r.returncode}): "
+                     f"{r.stderr.decode(errors='replace')[-2000:]}")
+        wall, user, sys_, rss = t.read().split()[-4:]
+    out = (r.stdout.decode(errors="replace"), float(wall), float(user) + float(sys_),
+           int(rss) / 1024)
+    print(f"# {name}: wall {out[1]:.2f} s, cpu {out[2]:.2f} s, max RSS {out[3]:.0f} MiB",
+          file=sys.stderr, flush=True)
+    return out
+
+
+def make_input(path, mib):
+    """MIB MiB of RECORD-byte lines (random letters: nothing compresses them)."""
+    rng = random.Random(mib)
+    alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    block = bytes(rng.choice(alphabet) for _ in range(1 << 16))
+    records = (mib << 20) // RECORD
+    with open(path, "wb") as f:
+        for i in range(records):
+            off = (i * 7919) % (len(block) - RECORD)
+            line = bytearray(block[off:off + RECORD - 1])
+            line[:12] = f"{i:012d}".encode()
+            f.write(bytes(line) + b"\n")
+    return records
+
+
+def database(tmp, mib, tag):
+    """A database of `mib` MiB with a store namespace, its journal appended; returns DIR."""
+    db = os.path.join(tmp, f"db-{tag}")
+    store = (f"s3://{bucket}/{run_id}/cairn-{tag}?endpoint={endpoint}&region={region}"
+             f"&dialect=rgw")
+    src = os.path.join(tmp, f"input-{tag}")
+    make_input(src, mib)
+    subprocess.run([cairn, "init", db, "--db-id", f"perf-{tag}", "--store", store,
+                    "--namespace", str(uuid.uuid4())], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    with open(src, "rb") as f:
+        subprocess.run([cairn, "append", db], stdin=f, check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+    os.remove(src)
+    return db
+
+
+def rate(mib, seconds):
+    return mib / seconds if seconds > 0 else float("nan")
+
+
+with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
+    results = {}
+    try:
+        # The graph-size check first (small), then the measured run.
+        small = database(tmp, SMALL_MIB, "small")
+        _, _, _, rss_small_up = timed("cairn checkpoint (small)",
+                                      [cairn, "checkpoint", small, *SEGMENTS, "--json"])
+        _, _, _, rss_small_verify = timed("cairn verify --deep (small)",
+                                          [cairn, "verify", small, "--deep", "--json"])
+        subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}/cairn-small"],
+                       env=rclone_env, capture_output=True, timeout=TIMEOUT)
+        shutil.rmtree(small)
+
+        db = database(tmp, MIB, "main")
+        journal = os.path.join(db, "journal")
+        journal_mib = os.path.getsize(journal) / (1 << 20)
+        subprocess.run(["sync"], check=True)
+        out, wall, cpu, rss = timed("cairn checkpoint",
+                                    [cairn, "checkpoint", db, *SEGMENTS, "--json"])
+        cp = json.loads(out)
+        results["cairn_up"] = (journal_mib, wall, cpu, rss)
+
+        # The same bytes as files for rclone and the ceiling: the journal cut like segments.
+        files = os.path.join(tmp, "files")
+        os.makedirs(files)
+        with open(journal, "rb") as f:
+            i = 0
+            while chunk := f.read(SEGMENT_MIB << 20):
+                with open(os.path.join(files, f"obj-{i:04d}"), "wb") as g:
+                    g.write(chunk)
+                i += 1
+        objects = i
+        subprocess.run(["sync"], check=True)
+        _, wall, cpu, rss = timed("rclone copy (upload)",
+                                  ["rclone", "copy", files, f"{remote}/rclone", *RCLONE_FLAGS],
+                                  environ=rclone_env)
+        results["rclone_up"] = (journal_mib, wall, cpu, rss)
+
+        out, wall, cpu, rss = timed("cairn verify --deep",
+                                    [cairn, "verify", db, "--deep", "--json"])
+        results["cairn_verify"] = (journal_mib, wall, cpu, rss)
+        down = os.path.join(tmp, "down")
+        _, wall, cpu, rss = timed("rclone copy (download)",
+                                  ["rclone", "copy", f"{remote}/rclone", down, *RCLONE_FLAGS],
+                                  environ=rclone_env)
+        results["rclone_down"] = (journal_mib, wall, cpu, rss)
+        shutil.rmtree(down)
+
+        repo = f"s3:{endpoint}/{bucket}/{run_id}/restic"
+        subprocess.run(["restic", "-r", repo, "init"], check=True, env=env,
+                       capture_output=True, timeout=TIMEOUT)
+        subprocess.run(["restic", "-r", repo, "backup", journal], check=True, env=env,
+                       capture_output=True, timeout=TIMEOUT)
+        _, wall, cpu, rss = timed("restic check --read-data",
+                                  ["restic", "-r", repo, "check", "--read-data"])
+        results["restic_check"] = (journal_mib, wall, cpu, rss)
+
+        # The server's ceiling on the same files: many parallel plain PUTs and GETs.
+        size = f"{SEGMENT_MIB}MiB"
+        last = os.path.getsize(os.path.join(files, f"obj-{objects - 1:04d}"))
+        full = objects if last == SEGMENT_MIB << 20 else objects - 1
+        for mode in ("upload", "download"):
+            argv = [bench, mode, "--objects", str(full), "--size", size, "--concurrency",
+                    str(CEILING), "--prefix", f"{run_id}/ceiling"]
+            if mode == "upload":
+                argv += ["--source-dir", files]
+            out, _, _, _ = timed(f"ceiling {mode}", argv)
+            j = json.loads(out)
+            results[f"ceiling_{mode}"] = (j["bytes"] / (1 << 20), j["seconds"], j["cpu_seconds"],
+                                          0)
+        shutil.rmtree(files)
+    finally:
+        subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}"], env=rclone_env,
+                       capture_output=True, timeout=TIMEOUT)
+
+    def row(label, key, peer, limit):
+        mib, wall, cpu, rss = results[key]
+        pmib, pwall, pcpu, _ = results[peer]
+        lmib, lwall, _, _ = results[limit]
+        mine, theirs, ceiling = rate(mib, wall), rate(pmib, pwall), rate(lmib, lwall)
+        per = cpu / (mib / 1024)
+        pper = pcpu / (pmib / 1024)
+        print(f"| {label} | {mine:.0f} | {peer.replace('_', ' ')} {theirs:.0f} | "
+              f"{mine / theirs:.2f}x | {mine / ceiling:.0%} of {ceiling:.0f} | {per:.1f} | "
+              f"{pper:.1f} | {rss:.0f} |")
+
+    print(f"\n{journal_mib:.0f} MiB journal of {RECORD}-byte records, {objects} objects of "
+          f"{SEGMENT_MIB} MiB, {TRANSFERS} rclone transfers, ceiling with {CEILING} "
+          f"connections; checkpoint wrote {cp.get('objects_written')} objects\n")
+    print("| step | cairn MiB/s | peer MiB/s | cairn/peer | cairn vs server ceiling | "
+          "cairn CPU s/GiB | peer CPU s/GiB | cairn max RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    row("upload (checkpoint)", "cairn_up", "rclone_up", "ceiling_upload")
+    row("verify --deep", "cairn_verify", "restic_check", "ceiling_download")
+    row("verify --deep", "cairn_verify", "rclone_down", "ceiling_download")
+    print(f"\ncairn max RSS for a {SMALL_MIB} MiB graph: checkpoint {rss_small_up:.0f} MiB, "
+          f"verify {rss_small_verify:.0f} MiB; for {journal_mib:.0f} MiB: checkpoint "
+          f"{results['cairn_up'][3]:.0f} MiB, verify {results['cairn_verify'][3]:.0f} MiB")
