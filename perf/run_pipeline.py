@@ -97,17 +97,18 @@ def timed(name, argv, environ=env, stdin=None):
 
 
 def make_input(path, mib):
-    """MIB MiB of RECORD-byte lines (random letters: nothing compresses them)."""
-    rng = random.Random(mib)
+    """MIB MiB of RECORD-byte lines of random letters: nothing compresses or deduplicates
+    them (restic would otherwise store far less than the journal)."""
     alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-    block = bytes(rng.choice(alphabet) for _ in range(1 << 16))
+    table = bytes(alphabet[i % len(alphabet)] for i in range(256))
     records = (mib << 20) // RECORD
+    batch = 256
     with open(path, "wb") as f:
-        for i in range(records):
-            off = (i * 7919) % (len(block) - RECORD)
-            line = bytearray(block[off:off + RECORD - 1])
-            line[:12] = f"{i:012d}".encode()
-            f.write(bytes(line) + b"\n")
+        for first in range(0, records, batch):
+            n = min(batch, records - first)
+            letters = os.urandom(n * (RECORD - 1)).translate(table)
+            f.write(b"".join(letters[i * (RECORD - 1):(i + 1) * (RECORD - 1)] + b"\n"
+                             for i in range(n)))
     return records
 
 
@@ -193,15 +194,20 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
         size = f"{SEGMENT_MIB}MiB"
         last = os.path.getsize(os.path.join(files, f"obj-{objects - 1:04d}"))
         full = objects if last == SEGMENT_MIB << 20 else objects - 1
+        # The ceiling is the best of cairn's own concurrency and CEILING connections.
         for mode in ("upload", "download"):
-            argv = [bench, mode, "--objects", str(full), "--size", size, "--concurrency",
-                    str(CEILING), "--prefix", f"{run_id}/ceiling"]
-            if mode == "upload":
-                argv += ["--source-dir", files]
-            out, _, _, _ = timed(f"ceiling {mode}", argv)
-            j = json.loads(out)
-            results[f"ceiling_{mode}"] = (j["bytes"] / (1 << 20), j["seconds"], j["cpu_seconds"],
-                                          0)
+            best = None
+            for conc in sorted({TRANSFERS, CEILING}):
+                argv = [bench, mode, "--objects", str(full), "--size", size, "--concurrency",
+                        str(conc), "--prefix", f"{run_id}/ceiling"]
+                if mode == "upload":
+                    argv += ["--source-dir", files]
+                out, _, _, _ = timed(f"ceiling {mode} x{conc}", argv)
+                j = json.loads(out)
+                if best is None or j["mib_per_s"] > best["mib_per_s"]:
+                    best = j
+            results[f"ceiling_{mode}"] = (best["bytes"] / (1 << 20), best["seconds"],
+                                          best["cpu_seconds"], 0)
         shutil.rmtree(files)
     finally:
         subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}"], env=rclone_env,
