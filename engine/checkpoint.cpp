@@ -49,10 +49,7 @@ namespace {
 enum class Installed : std::uint8_t { written, reused, rewritten };
 
 std::int64_t nowSeconds(const CheckpointOptions& options) {
-  if (options.now) return options.now();
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return options.now ? options.now() : unixSecondsNow();
 }
 
 // Create-if-absent; an existing object must be byte-identical, and is relied on only while it

@@ -96,6 +96,20 @@ asio::awaitable<Res<RetainedGraph>> retainedGraph(ObjectStore& store, const Uuid
   co_return graph;
 }
 
+asio::awaitable<Res<void>> forEachObject(ObjectStore& store, const std::string& prefix,
+                                         OperationBudget& budget,
+                                         const std::function<void(const ObjectInfo&)>& each) {
+  std::string continuation;
+  for (;;) {
+    if (auto r = budget.reserve(0, 0, 1, "list " + prefix); !r) co_return Failure<Error>{r.error()};
+    auto page = co_await store.list(prefix, continuation, kMaxListPage);
+    if (!page) co_return storeError(page.error(), prefix);
+    for (const auto& o : page->objects) each(o);
+    if (page->continuation.empty()) co_return Res<void>{};
+    continuation = page->continuation;
+  }
+}
+
 asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uuid& ns,
                                                     std::uint64_t keepRevisions,
                                                     OperationBudget& budget) {
@@ -105,22 +119,14 @@ asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uu
   usage.revisions = graph->heads.size();
   usage.historyEnds = graph->historyEnds;
   const std::set<std::string>& reachable = graph->reachable;
-  // Everything under the namespace's prefix, page by page.
   const std::string prefix = namespacePrefix(ns);
-  std::string continuation;
-  for (int page = 0;; ++page) {
-    if (auto r = budget.reserve(0, 0, 1, "list " + prefix); !r) co_return Failure<Error>{r.error()};
-    auto listed = co_await store.list(prefix, continuation, kMaxListPage);
-    if (!listed) co_return storeError(listed.error(), prefix);
-    for (const auto& o : listed->objects) {
-      auto c = static_cast<std::size_t>(classifyKey(o.key, prefix));
-      UsageCount& u = reachable.count(o.key) ? usage.reachable[c] : usage.unreachable[c];
-      ++u.objects;
-      u.bytes += o.size;
-    }
-    if (listed->continuation.empty()) break;
-    continuation = listed->continuation;
-  }
+  auto listed = co_await forEachObject(store, prefix, budget, [&](const ObjectInfo& o) {
+    auto c = static_cast<std::size_t>(classifyKey(o.key, prefix));
+    UsageCount& u = reachable.count(o.key) ? usage.reachable[c] : usage.unreachable[c];
+    ++u.objects;
+    u.bytes += o.size;
+  });
+  if (!listed) co_return Failure<Error>{listed.error()};
   co_return usage;
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 namespace cairn {
 
 class ObjectStore;
+struct ObjectInfo;
 
 enum class ObjectClass : std::uint8_t { head, headCopy, manifest, segment, other };
 inline constexpr std::size_t kObjectClasses = 5;
@@ -57,6 +59,12 @@ struct NamespaceUsage {
   std::array<UsageCount, kObjectClasses> reachable{};
   std::array<UsageCount, kObjectClasses> unreachable{};
 };
+
+// Calls `each` for every object under `prefix`, page by page (one request per page, reserved
+// from the budget), in key order.
+boost::asio::awaitable<Res<void>> forEachObject(ObjectStore& store, const std::string& prefix,
+                                                OperationBudget& budget,
+                                                const std::function<void(const ObjectInfo&)>& each);
 
 // Every object under the namespace's prefix, as reachable (retainedGraph) or not.
 boost::asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uuid& ns,

@@ -36,32 +36,9 @@ namespace {
 constexpr std::uint64_t kMaxRestarts = 5;
 constexpr std::size_t kDeleteBatch = 32;
 
-std::int64_t systemNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Stores keep whole seconds (S3 truncates): the object may be up to a second younger than its
 // timestamp says, so its age is counted from the next second.
 std::int64_t ageOf(std::int64_t now, std::int64_t modified) { return now - modified - 1; }
-
-asio::awaitable<Res<std::vector<ObjectInfo>>> listAll(ObjectStore& store, const std::string& prefix,
-                                                      OperationBudget& budget) {
-  std::vector<ObjectInfo> all;
-  std::string continuation;
-  for (;;) {
-    if (auto r = budget.reserve(0, 0, 1, "list " + prefix); !r) {
-      co_return Failure<Error>{r.error()};
-    }
-    auto page = co_await store.list(prefix, continuation, kMaxListPage);
-    if (!page) co_return storeError(page.error(), prefix);
-    for (auto& o : page->objects) all.push_back(std::move(o));
-    if (page->continuation.empty()) break;
-    continuation = page->continuation;
-  }
-  co_return all;
-}
 
 // What the unreachable head copies say: those newer than the current head are candidates (a
 // pending or uncertain intent, or a publication in flight) whose whole graph is kept, whatever
@@ -167,18 +144,20 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
                 "a publisher's settle wait must outlast vacuum's DELETE window");
   if (options.graceSeconds < 0) co_return err(Errc::usage, "the grace period must be >= 0");
   if (ns.isNil()) co_return err(Errc::usage, "the namespace must not be the nil UUID");
-  const auto now = options.now ? options.now : std::function<std::int64_t()>(systemNow);
+  const auto now = options.now ? options.now : std::function<std::int64_t()>(unixSecondsNow);
   const std::string prefix = namespacePrefix(ns);
   const std::string headKey = keys::currentHead(ns);
   VacuumReport report;
   for (std::uint64_t attempt = 0;; ++attempt) {
     // The listing comes first, the walk after it: whatever a head selected before the walk
     // is reachable, and whatever was written after the listing is not in it.
-    auto listing = co_await listAll(store, prefix, budget);
-    if (!listing) co_return Failure<Error>{listing.error()};
+    std::vector<ObjectInfo> listing;
+    auto listed = co_await forEachObject(store, prefix, budget,
+                                         [&](const ObjectInfo& o) { listing.push_back(o); });
+    if (!listed) co_return Failure<Error>{listed.error()};
     auto graph = co_await retainedGraph(store, ns, options.keepRevisions, budget);
     if (!graph) co_return Failure<Error>{graph.error()};
-    auto copies = co_await readHeadCopies(store, ns, *listing, *graph, budget);
+    auto copies = co_await readHeadCopies(store, ns, listing, *graph, budget);
     if (!copies) co_return Failure<Error>{copies.error()};
 
     report.current = graph->current;
@@ -187,7 +166,7 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
     report.unreachable.clear();
     report.reachable = {};
     const std::int64_t listedAt = now();
-    for (const auto& o : *listing) {
+    for (const auto& o : listing) {
       ObjectClass cls = classifyKey(o.key, prefix);
       if (graph->reachable.count(o.key)) {
         add(report.reachable, cls, o.size);

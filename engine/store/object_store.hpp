@@ -64,6 +64,13 @@ struct ObjectInfo {
   std::int64_t modifiedUnixSeconds = 0;
 };
 
+// This machine's clock in the unit of ObjectInfo::modifiedUnixSeconds.
+inline std::int64_t unixSecondsNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 struct ListPage {
   std::vector<ObjectInfo> objects;  // in key order
   std::string continuation;         // empty when this is the last page

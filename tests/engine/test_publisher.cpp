@@ -609,11 +609,6 @@ void vacuumWhileTheHeadMoves(const std::optional<std::string>& s3Url) {
     REQUIRE(r.ok());
     heads.push_back(r->head);
   }
-  auto realNow = [] {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
   VacuumOptions options;
   options.keepRevisions = 1;
   options.apply = true;
@@ -631,7 +626,7 @@ void vacuumWhileTheHeadMoves(const std::optional<std::string>& s3Url) {
   SECTION("the head moves before the first DELETE: reachability is computed again") {
     // Everything counts as old: the clock runs 100 s ahead and the grace is 50 s, so only
     // reachability protects the new head's objects.
-    options.now = [&] { return realNow() + 100; };
+    options.now = [] { return unixSecondsNow() + 100; };
     options.graceSeconds = 50;
     w.append(db, 200, "during vacuum");
     PublishOptions po;
