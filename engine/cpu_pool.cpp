@@ -17,6 +17,8 @@ boost::asio::thread_pool& cpuPool() {
 }
 }  // namespace
 
+void postToCpuPool(std::function<void()> work) { boost::asio::post(cpuPool(), std::move(work)); }
+
 boost::asio::awaitable<void> onCpuPool(std::function<void()> work) {
   auto loop = co_await boost::asio::this_coro::executor;
   struct Done {

@@ -13,4 +13,7 @@ namespace cairn {
 // safe to use.
 boost::asio::awaitable<void> onCpuPool(std::function<void()> work);
 
+// Runs `work` on the CPU pool without waiting for it; `work` owns whatever it touches.
+void postToCpuPool(std::function<void()> work);
+
 }  // namespace cairn

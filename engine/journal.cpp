@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <deque>
+#include <exception>
+#include <mutex>
 #include <string>
 
 #include "engine/async.hpp"
@@ -40,6 +43,11 @@ struct Batch {
 struct Journal::Impl {
   std::optional<io::DirectoryLock> lock;
   io::File file;
+  // The same file opened with O_DIRECT for large reads (prefixes, segments, the scan on open):
+  // they bypass the page cache, so a cold read costs no cache fill and no copy, and a 2 GiB
+  // prefix does not evict everything else. Not open where the file system refuses O_DIRECT
+  // (tmpfs); reads are then buffered.
+  io::File direct;
   Batch pending;
   std::uint64_t nextSequence = 1;  // sequence the next append gets
   std::size_t waiting = 0;         // appenders suspended in append()
@@ -142,6 +150,11 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
     co_return ioError("cannot open journal", file.error());
   }
   j->impl_->file = std::move(*file);
+  if (options.directReads) {
+    if (auto direct = io::File::open(dir / kFileName, O_RDONLY | O_DIRECT | O_CLOEXEC)) {
+      j->impl_->direct = std::move(*direct);
+    }
+  }
   auto size = j->impl_->file.size();
   if (!size) co_return ioError("stat journal", size.error());
 
@@ -204,65 +217,262 @@ asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t
       start, end, [&](ByteView chunk) -> asio::awaitable<Res<void>> { co_return sink(chunk); });
 }
 
+namespace {
+
+// O_DIRECT reads need file offsets, lengths and buffers aligned to the device's logical block;
+// 4,096 covers 512-byte and 4 KiB devices.
+constexpr std::uint64_t kDirectAlign = 4096;
+constexpr std::uint64_t alignDown(std::uint64_t v) { return v & ~(kDirectAlign - 1); }
+constexpr std::uint64_t alignUp(std::uint64_t v) { return alignDown(v + kDirectAlign - 1); }
+
+struct AlignedDelete {
+  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{kDirectAlign}); }
+};
+using AlignedBuffer = std::unique_ptr<std::uint8_t[], AlignedDelete>;
+
+AlignedBuffer allocateAligned(std::size_t bytes) {
+  return AlignedBuffer(
+      static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{kDirectAlign})));
+}
+
+}  // namespace
+
+// One read of a range in flight: it delivers the bytes [offset, offset + length). A direct
+// read covers the aligned window around them (at most one chunk: a chunk is a whole number
+// of blocks and the window starts at the block holding `offset`).
+struct Journal::ReadSlot {
+  AlignedBuffer buffer;  // not zero-filled: every delivered byte is read into
+  std::size_t capacity = 0;
+  std::uint64_t offset = 0;
+  std::size_t length = 0;
+  std::size_t skip = 0;  // bytes of the buffer before `offset` (a direct read's alignment)
+  std::optional<io::IoResult<std::size_t>> result;  // bytes available from `offset`
+  Signal done;
+
+  ByteView bytes() const { return ByteView(buffer.get() + skip, length); }
+  // The read's failure, or a journal shorter than the range.
+  Res<void> check(std::uint64_t end) const {
+    if (!*result) return ioError("read journal at " + std::to_string(offset), result->error());
+    if (**result < length) {
+      return err(Errc::io, "journal ends at " + std::to_string(offset + **result) + ", before " +
+                               std::to_string(end));
+    }
+    return {};
+  }
+};
+
+std::size_t Journal::readChunk() const {
+  // At least one aligned block, at most what one read operation moves.
+  return static_cast<std::size_t>(alignUp(std::clamp<std::uint64_t>(
+      options_.readChunkBytes, kDirectAlign, io::Uring::kMaxBytesPerOperation)));
+}
+
+bool Journal::readsDirectly(std::uint64_t start, std::uint64_t end) const {
+  // Small ranges (most records) are read through the page cache, where a recent append is.
+  return impl_->direct.isOpen() && end - start >= kMinDirectReadBytes;
+}
+
+void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
+                        std::uint64_t& nextOffset, std::uint64_t end, bool direct,
+                        std::function<void()> onDone) {
+  const std::size_t chunk = readChunk();
+  slot.offset = nextOffset;
+  // A direct read ends on an alignment boundary (or at `end`), so every read after the first
+  // starts aligned.
+  std::uint64_t stop = direct ? std::min(end, alignDown(nextOffset) + chunk)
+                              : std::min<std::uint64_t>(end, nextOffset + chunk);
+  slot.length = static_cast<std::size_t>(stop - nextOffset);
+  slot.skip = direct ? static_cast<std::size_t>(nextOffset - alignDown(nextOffset)) : 0;
+  std::size_t need =
+      direct ? static_cast<std::size_t>(alignUp(stop) - alignDown(nextOffset)) : slot.length;
+  if (slot.capacity < need) {
+    slot.buffer = allocateAligned(need);
+    slot.capacity = need;
+  }
+  slot.result.reset();
+  slot.done.reset();
+  nextOffset = stop;
+  asio::co_spawn(
+      executor,
+      [this, &slot, need, direct, onDone = std::move(onDone)]() -> asio::awaitable<void> {
+        if (direct) {
+          slot.result = co_await readDirect(slot.buffer.get(), need, slot.offset - slot.skip,
+                                            slot.skip + slot.length);
+          if (*slot.result) **slot.result -= std::min(**slot.result, slot.skip);
+        } else {
+          slot.result = co_await uring_.readFull(
+              impl_->file.fd(), std::span<std::uint8_t>(slot.buffer.get(), slot.length),
+              slot.offset);
+        }
+        slot.done.notify();
+        if (onDone) onDone();
+      },
+      asio::detached);
+}
+
 asio::awaitable<Res<void>> Journal::readRangeAsync(
     std::uint64_t start, std::uint64_t end,
     const std::function<asio::awaitable<Res<void>>(ByteView)>& sink) {
-  struct Slot {
-    std::unique_ptr<std::uint8_t[]> buffer;  // not zero-filled: every byte is read into
-    std::size_t capacity = 0;
-    std::uint64_t offset = 0;
-    std::size_t length = 0;
-    std::optional<io::IoResult<std::size_t>> result;
-    Signal done;
-  };
-  const std::size_t chunk = options_.readChunkBytes;
   const unsigned depth = std::max(1u, options_.readDepth);
-  std::vector<Slot> slots(depth);
+  const bool direct = readsDirectly(start, end);
   auto executor = co_await asio::this_coro::executor;
-  int fd = impl_->file.fd();
+  std::vector<ReadSlot> slots(depth);
   std::uint64_t nextOffset = start;  // next byte to request
   unsigned launched = 0;             // reads started and not yet consumed
-  auto launch = [&](Slot& slot) {
-    slot.offset = nextOffset;
-    slot.length = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, end - nextOffset));
-    if (slot.capacity < slot.length) {
-      slot.buffer.reset(new std::uint8_t[slot.length]);
-      slot.capacity = slot.length;
-    }
-    slot.result.reset();
-    slot.done.reset();
-    nextOffset += slot.length;
+  auto launch = [&](ReadSlot& slot) {
     ++launched;
-    asio::co_spawn(
-        executor,
-        [this, &slot, fd]() -> asio::awaitable<void> {
-          slot.result = co_await uring_.readFull(
-              fd, std::span<std::uint8_t>(slot.buffer.get(), slot.length), slot.offset);
-          slot.done.notify();
-        },
-        asio::detached);
+    startRead(executor, slot, nextOffset, end, direct, {});
   };
   for (auto& slot : slots) {
     if (nextOffset < end) launch(slot);
   }
   Res<void> outcome;
   for (std::size_t i = 0; launched > 0; ++i) {
-    Slot& slot = slots[i % depth];
+    ReadSlot& slot = slots[i % depth];
     co_await slot.done.wait();
     --launched;
     if (!outcome) continue;  // after a failure, only drain the reads still in flight
-    if (!*slot.result) {
-      outcome = ioError("read journal at " + std::to_string(slot.offset), slot.result->error());
-    } else if (**slot.result != slot.length) {
-      outcome = err(Errc::io, "journal ends at " + std::to_string(slot.offset + **slot.result) +
-                                  ", before " + std::to_string(end));
-    } else {
-      outcome = co_await sink(ByteView(slot.buffer.get(), slot.length));
-    }
+    outcome = slot.check(end);
+    if (outcome) outcome = co_await sink(slot.bytes());
     if (outcome && nextOffset < end) launch(slot);
   }
   co_return outcome;
 }
+
+// Like readRangeAsync with a hashing sink, but the chunks are hashed by one task on the CPU
+// pool that takes every chunk already read before it returns, so the hash never waits for a
+// round trip through the loop between two chunks that are both in memory. The loop only
+// hands read chunks over (in order) and starts a read into each buffer the hasher is done
+// with. Memory: readDepth buffers, as for any range read.
+asio::awaitable<Res<Sha256>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
+                                                Sha256 initial) {
+  // Everything the hasher task, the reads and the handlers they post touch lives here, owned
+  // by all of them: if this frame unwinds early (an exception, a destroyed io_context), a
+  // pool thread or a read still in the kernel never writes into freed memory.
+  struct Feed {
+    explicit Feed(unsigned depth, Sha256 h) : slots(depth), hash(std::move(h)) {}
+    std::vector<ReadSlot> slots;  // chunk k uses slots[k % depth]
+    Sha256 hash;                  // used by one hasher task at a time, then by the loop
+    std::mutex mutex;
+    std::deque<ReadSlot*> ready;  // read, in order, waiting for the hasher (under mutex)
+    bool hashing = false;         // a hasher task is on the pool (under mutex)
+    std::exception_ptr failure;   // the hash threw; later chunks are skipped (under mutex)
+    // Loop thread only:
+    std::vector<ReadSlot*> hashed;  // done with by the hasher, to read into again
+    std::uint64_t reading = 0;      // reads not completed
+    Signal wake;                    // a read completed or a chunk was hashed
+  };
+  const unsigned depth = std::max(1u, options_.readDepth);
+  auto feed = std::make_shared<Feed>(depth, std::move(initial));
+  auto loop = co_await asio::this_coro::executor;
+  const bool direct = readsDirectly(start, end);
+  std::uint64_t nextOffset = start;
+  std::uint64_t launched = 0;  // chunks whose read was started
+  std::uint64_t handedOver = 0, hashedCount = 0;
+  auto launch = [&](ReadSlot& slot) {
+    ++feed->reading;
+    ++launched;
+    startRead(loop, slot, nextOffset, end, direct, [feed] {
+      --feed->reading;
+      feed->wake.notify();
+    });
+  };
+  auto hasher = [feed, loop] {
+    for (;;) {
+      ReadSlot* slot;
+      bool skip;
+      {
+        std::lock_guard lock(feed->mutex);
+        if (feed->ready.empty()) {
+          feed->hashing = false;
+          return;
+        }
+        slot = feed->ready.front();
+        feed->ready.pop_front();
+        skip = feed->failure != nullptr;
+      }
+      if (!skip) {
+        try {
+          feed->hash.update(slot->bytes());
+        } catch (...) {
+          std::lock_guard lock(feed->mutex);
+          feed->failure = std::current_exception();
+        }
+      }
+      asio::post(loop, [feed, slot] {
+        feed->hashed.push_back(slot);
+        feed->wake.notify();
+      });
+    }
+  };
+  for (auto& slot : feed->slots) {
+    if (nextOffset < end) launch(slot);
+  }
+  Res<void> outcome;
+  for (;;) {
+    feed->wake.reset();
+    // Hand over, in order, every chunk whose read is done.
+    while (outcome && handedOver < launched && feed->slots[handedOver % depth].done.isSet()) {
+      ReadSlot& slot = feed->slots[handedOver % depth];
+      outcome = slot.check(end);
+      if (!outcome) break;
+      bool startHasher = false;
+      {
+        std::lock_guard lock(feed->mutex);
+        feed->ready.push_back(&slot);
+        startHasher = !std::exchange(feed->hashing, true);
+      }
+      if (startHasher) postToCpuPool(hasher);
+      ++handedOver;
+    }
+    for (ReadSlot* slot : std::exchange(feed->hashed, {})) {
+      ++hashedCount;
+      if (outcome && nextOffset < end) launch(*slot);
+    }
+    if (feed->reading == 0 && hashedCount == handedOver && (!outcome || handedOver == launched)) {
+      break;
+    }
+    co_await feed->wake.wait();
+  }
+  {
+    std::lock_guard lock(feed->mutex);
+    if (feed->failure) std::rethrow_exception(feed->failure);
+  }
+  if (!outcome) co_return Failure<Error>{outcome.error()};
+  co_return std::move(feed->hash);
+}
+
+// One aligned direct read of `capacity` bytes at the aligned `offset`, of which the first
+// `wanted` matter: returns how many of the buffer's bytes hold the file's (at least `wanted`
+// unless the file is shorter). A short read that ends unaligned (the end of the file) or a
+// file system that refuses the direct read finishes through the page cache.
+asio::awaitable<io::IoResult<std::size_t>> Journal::readDirect(std::uint8_t* buffer,
+                                                               std::size_t capacity,
+                                                               std::uint64_t offset,
+                                                               std::size_t wanted) {
+  std::size_t got = 0;
+  // Bounded: every pass reads at least one aligned block, or falls back, or stops.
+  while (got < wanted) {
+    auto r = co_await uring_.read(
+        impl_->direct.fd(), std::span<std::uint8_t>(buffer + got, capacity - got), offset + got);
+    if (!r && r.error() != std::errc::invalid_argument) co_return r;
+    if (r && *r == 0) break;  // end of file
+    if (r && (got + *r) % kDirectAlign == 0) {
+      got += *r;
+      continue;
+    }
+    if (r) got += *r;
+    if (got >= wanted) break;  // the file ends inside the window, after the wanted bytes
+    auto rest = co_await uring_.readFull(
+        impl_->file.fd(), std::span<std::uint8_t>(buffer + got, wanted - got), offset + got);
+    if (!rest) co_return rest;
+    got += *rest;
+    break;
+  }
+  co_return got;
+}
+
+bool Journal::directReads() const { return impl_->direct.isOpen(); }
 
 asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64_t byteCap) {
   if (sequence > endSequence()) {
@@ -286,12 +496,9 @@ asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64
   }
   // Hashing runs on the CPU pool while the next reads are in flight, so the disk, the hash
   // and the loop overlap.
-  auto read =
-      co_await readRangeAsync(from, length, [&](ByteView chunk) -> asio::awaitable<Res<void>> {
-        co_await onCpuPool([&] { hash.update(chunk); });
-        co_return Res<void>{};
-      });
+  auto read = co_await hashRange(from, length, std::move(hash));
   if (!read) co_return Failure<Error>{read.error()};
+  hash = std::move(*read);
   if (!prefixMemo_ || prefixMemo_->sequence < sequence) {
     prefixMemo_ = PrefixMemo{sequence, hash.clone()};
   }

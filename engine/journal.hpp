@@ -17,6 +17,7 @@
 #include "engine/format/error.hpp"
 #include "engine/format/journal_format.hpp"
 #include "engine/format/manifest.hpp"
+#include "io/error.hpp"
 
 namespace cairn {
 
@@ -32,10 +33,16 @@ struct JournalOptions {
   // Appenders suspended in append() at once (in the pending batch or waiting for room).
   // One more gets Errc::busy at once instead of queueing without bound.
   std::size_t maxWaitingAppenders = 65'536;
-  // Prefix reads: bytes per read and reads kept in flight.
+  // Prefix and range reads: bytes per read (rounded up to a multiple of 4,096, at most
+  // 1 GiB) and reads kept in flight.
   std::size_t readChunkBytes = std::size_t{1} << 20;
   unsigned readDepth = 4;
+  // Reads of at least kMinDirectReadBytes bypass the page cache (O_DIRECT) where the file
+  // system allows it; smaller ones (most records) use the cache.
+  bool directReads = true;
 };
+
+inline constexpr std::uint64_t kMinDirectReadBytes = std::uint64_t{64} << 10;
 
 // The most bytes a crash can leave unsynced: one batch of maxBatchBytes, or one largest frame.
 // A fault closer than this to the end of the file is a torn tail; one farther away is damage.
@@ -88,12 +95,31 @@ class Journal {
   std::uint64_t tornBytesCut() const { return tornBytesCut_; }
   // Statistics of group commit.
   std::uint64_t batchesWritten() const { return batches_; }
+  // Whether large reads bypass the page cache (JournalOptions::directReads and a file system
+  // that accepts O_DIRECT).
+  bool directReads() const;
+  // Forgets the hash state prefix() resumes from, so the next prefix() reads from the start
+  // (benchmarks time whole passes with it).
+  void forgetPrefixProgress() { prefixMemo_.reset(); }
 
  private:
   struct Impl;
   Journal(io::Uring& uring, JournalOptions options);
   boost::asio::awaitable<void> writeBatches();
   boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
+  struct ReadSlot;
+  std::size_t readChunk() const;
+  bool readsDirectly(std::uint64_t start, std::uint64_t end) const;
+  void startRead(const boost::asio::any_io_executor& executor, ReadSlot& slot,
+                 std::uint64_t& nextOffset, std::uint64_t end, bool direct,
+                 std::function<void()> onDone);
+  // Reads [start, end) and continues `initial` with its bytes; returns the hash.
+  boost::asio::awaitable<Res<Sha256>> hashRange(std::uint64_t start, std::uint64_t end,
+                                                Sha256 initial);
+  boost::asio::awaitable<io::IoResult<std::size_t>> readDirect(std::uint8_t* buffer,
+                                                               std::size_t capacity,
+                                                               std::uint64_t offset,
+                                                               std::size_t wanted);
 
   io::Uring& uring_;
   JournalOptions options_;

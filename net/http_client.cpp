@@ -34,6 +34,46 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using boost::system::error_code;
 
+// A response body read into a std::vector<std::uint8_t> without zero-filling it first. Beast's
+// vector_body resizes before each copy, which writes every byte twice (measured: memset was
+// 40 % of a download's samples). Room for a declared Content-Length is reserved once (the
+// parser has already checked it against the body limit); each piece is appended.
+struct AppendBody {
+  using value_type = std::vector<std::uint8_t>;
+  static std::uint64_t size(const value_type& body) { return body.size(); }
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+      if (length) {
+        if (*length > body_.max_size()) {
+          ec = http::error::buffer_overflow;
+          return;
+        }
+        body_.reserve(static_cast<std::size_t>(*length));
+      }
+      ec = {};
+    }
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      std::size_t n = 0;
+      for (auto b : beast::buffers_range_ref(buffers)) {
+        const auto* p = static_cast<const std::uint8_t*>(b.data());
+        body_.insert(body_.end(), p, p + b.size());
+        n += b.size();
+      }
+      ec = {};
+      return n;
+    }
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
 constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 // Beast reads at most max(512, free capacity) bytes per call, and at most 64 KiB: without
 // this reserve a 16 MiB body took 32,768 reads (measured: 16.7 s of CPU per GiB, 30x more).
@@ -287,7 +327,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     }
   };
 
-  using Parser = http::response_parser<http::vector_body<std::uint8_t>>;
+  using Parser = http::response_parser<AppendBody>;
 
   static http::request<http::span_body<const std::uint8_t>> message(const Endpoint& endpoint,
                                                                     const HttpRequest& request) {

@@ -444,6 +444,7 @@ struct PrefixConfig {
   std::uint64_t createBytes = std::uint64_t{2} << 30;
   std::size_t readChunkBytes = JournalOptions{}.readChunkBytes;
   unsigned readDepth = JournalOptions{}.readDepth;
+  bool directReads = JournalOptions{}.directReads;
   unsigned repeats = 1;
   bool dropCache = true;
   bool experiments = true;
@@ -563,6 +564,7 @@ asio::awaitable<Res<Json>> timePass(io::Uring& uring, Journal& journal, const fs
   const auto start = Clock::now();
   std::optional<Digest> digest;
   if (kind == PassKind::prefix) {
+    journal.forgetPrefixProgress();  // a whole pass every time, not a resumed one
     auto p = co_await journal.prefix(journal.endSequence(), limits::kMaxPrefixBytes);
     if (!p) co_return Failure<Error>{p.error()};
     digest = p->sha256;
@@ -607,6 +609,7 @@ asio::awaitable<int> runPrefix(io::Uring& uring, const PrefixConfig& c) {
   JournalOptions options;
   options.readChunkBytes = c.readChunkBytes;
   options.readDepth = c.readDepth;
+  options.directReads = c.directReads;
 
   // Reuse a journal built by an earlier run if it is large enough; otherwise build it.
   std::unique_ptr<Journal> journal;
@@ -656,6 +659,7 @@ asio::awaitable<int> runPrefix(io::Uring& uring, const PrefixConfig& c) {
       .count("records", journal->endSequence())
       .count("read_chunk_bytes", c.readChunkBytes)
       .count("read_depth", c.readDepth)
+      .text("reads", journal->directReads() ? "direct" : "buffered")
       .number("build_seconds", buildSeconds)
       .number("build_mb_per_s",
               buildSeconds > 0 ? double(journal->endOffset()) / buildSeconds / 1e6 : -1)
@@ -734,6 +738,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::size_t{4096}, std::size_t{256} << 20));
   prefixCmd->add_option("--read-depth", prefix.readDepth, "JournalOptions::readDepth")
       ->check(CLI::Range(1u, 64u));
+  prefixCmd->add_flag(
+      "--buffered", [&](std::int64_t) { prefix.directReads = false; },
+      "read through the page cache (JournalOptions::directReads = false)");
   prefixCmd->add_option("--repeats", prefix.repeats, "cold+warm pairs")
       ->check(CLI::Range(1u, kMaxPrefixRepeats));
   prefixCmd->add_flag(

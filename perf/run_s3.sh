@@ -4,8 +4,9 @@
 #   1. writes OBJECTS random files of SIZE_MIB MiB to a temp dir;
 #   2. upload:   cairn_s3_bench upload (reads the same files first, untimed) vs rclone copy,
 #                both with CONCURRENCY transfers and single PUTs (rclone: cutoff 64M);
-#   3. download: cairn_s3_bench download --out-dir (writes files, as rclone does) and to memory
-#                vs rclone copy back to a temp dir; both copies are compared with the source;
+#   3. download: cairn_s3_bench download --out-dir (writes files, as rclone does) vs rclone copy
+#                back to a temp dir (both copies are compared with the source), and cairn to
+#                memory vs rclone copy to its in-memory backend (:memory:);
 #   4. ceiling:  cairn alone with CEILING_CONCURRENCY connections (plain PUT/GET, to memory),
 #                an estimate of what the server gives on this machine;
 #   5. prints a markdown table with the ratios; deletes the objects and temp files on exit.
@@ -89,9 +90,15 @@ rclone_timed rclone_up copy "$TMP/src" "$REMOTE/rclone"
 bench cairn_down_files download --concurrency "$CONCURRENCY" --prefix "$RUN/cairn" --out-dir "$TMP/cairn-dl"
 rclone_timed rclone_down copy "$REMOTE/rclone" "$TMP/rclone-dl"
 bench cairn_down_mem download --concurrency "$CONCURRENCY" --prefix "$RUN/cairn"
+# rclone's in-memory backend as the destination: the same GETs with no file system behind them.
+rclone_timed rclone_down_mem copy "$REMOTE/rclone" :memory:dl
 diff -r -q "$TMP/src" "$TMP/cairn-dl" >&2 || { echo "run_s3.sh: cairn's copy differs" >&2; exit 1; }
 diff -r -q "$TMP/src" "$TMP/rclone-dl" >&2 || { echo "run_s3.sh: rclone's copy differs" >&2; exit 1; }
 rm -rf "$TMP/cairn-dl" "$TMP/rclone-dl"
+# The file system's share of a download to files: the same writes with no network.
+mkdir -p "$TMP/floor"
+bench files_floor write --concurrency "$CONCURRENCY" --prefix "$RUN/none" --out-dir "$TMP/floor"
+rm -rf "$TMP/floor"
 # Free the comparison objects before the ceiling phase (RGW memstore keeps them in RAM).
 timeout 300 env -u AWS_CA_BUNDLE rclone delete "$REMOTE" >/dev/null 2>&1 || true
 if [[ "$CEILING_CONCURRENCY" -gt 0 ]]; then
@@ -115,13 +122,20 @@ def rcl(name):
 rows = [
   ("upload (PUT)", cairn("cairn_up"), rcl("rclone_up")),
   ("download to files (GET)", cairn("cairn_down_files"), rcl("rclone_down")),
-  ("download, cairn to memory", cairn("cairn_down_mem"), rcl("rclone_down")),
+  ("download to memory (rclone: :memory: backend)", cairn("cairn_down_mem"), rcl("rclone_down_mem")),
 ]
 print(f"| {objects} x {size_mib} MiB, {conc} transfers | cairn MiB/s | rclone MiB/s | throughput cairn/rclone "
       f"| cairn CPU s/GiB | rclone CPU s/GiB | CPU/GiB cairn/rclone |")
 print("|---|---:|---:|---:|---:|---:|---:|")
 for name, c, r in rows:
     print(f"| {name} | {c[0]:.1f} | {r[0]:.1f} | {c[0]/r[0]:.2f} | {c[1]:.2f} | {r[1]:.2f} | {c[1]/r[1]:.2f} |")
+floor = cairn("files_floor")
+if floor:
+    c, r = cairn("cairn_down_files"), rcl("rclone_down")
+    print(f"| writing the same files alone (no network; the file system's share) | {floor[0]:.1f} | | "
+          f"| {floor[1]:.2f} | | |")
+    print(f"| download to files, less that share | | | | {c[1] - floor[1]:.2f} | {r[1] - floor[1]:.2f} "
+          f"| {(c[1] - floor[1]) / (r[1] - floor[1]):.2f} |")
 for name, key in (("PUT", "ceil_up"), ("GET to memory", "ceil_down")):
     c = cairn(key)
     if c:

@@ -16,7 +16,13 @@ jobs=${CAIRN_JOBS:-$(nproc)}
 # stopped on exit (they fail, never skip, without it).
 step "start the S3 server (Ceph RGW)"
 shared=${CAIRN_SHARED_DIR:-$root/../shared}
-eval "$(bash "$shared/s3/start-rgw.sh")"
+[[ -f $shared/s3/start-rgw.sh ]] || {
+  echo "test.sh: $shared/s3/start-rgw.sh not found (the shared directory beside the repository, or CAIRN_SHARED_DIR)" >&2
+  exit 1
+}
+# A failed start stops the run here (eval of a failed command substitution would not).
+rgw_env=$(bash "$shared/s3/start-rgw.sh") || { echo "test.sh: the S3 server did not start" >&2; exit 1; }
+eval "$rgw_env"
 export S3_ENDPOINT S3_ACCESS_KEY S3_SECRET_KEY S3_REGION S3_BUCKET
 export CAIRN_REQUIRE_S3=1
 trap 'bash "$shared/s3/stop-rgw.sh" --purge >/dev/null 2>&1 || true' EXIT

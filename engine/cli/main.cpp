@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/allocator.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 
@@ -41,6 +42,7 @@ int reportJson(bool json, const Error& e, double seconds) {
 }  // namespace cairn::cli
 
 int main(int argc, char** argv) {
+  cairn::keepLargeBuffersForReuse();
   CLI::App app{"cairn: a durable journal published as verified checkpoints to object storage"};
   app.require_subcommand(1);
   int exitCode = 0;

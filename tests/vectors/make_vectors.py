@@ -1249,7 +1249,8 @@ class Gen:
         bad("version_0", 2, "version 0", version=0)
         bad("version_2", 2, "version 2", version=2)
         bad("version_ffffffff", 2, "version 2^32 - 1", version=0xFFFFFFFF)
-        for v in (2, 3, 0x80000000, 0xFFFFFFFF):
+        # Every single reserved bit (bit 0 is the defined flag), and two combinations.
+        for v in sorted({1 << k for k in range(1, 32)} | {3, 0xFFFFFFFF}):
             bad(f"flags_{v:x}", 2, f"reserved flags {v:#x}", flags=v)
             bad(f"flags_{v:x}_r2", 2, f"reserved flags {v:#x} on revision 2", raw=raw2, flags=v)
         flipped = bytearray(img1)
