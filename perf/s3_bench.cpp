@@ -230,7 +230,7 @@ bool loadPayloads(Run& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cairn::keepLargeBuffersForReuse();  // as the cairn command does (base/allocator.hpp)
+  cairn::keepLargeBuffersForReuse();  // the embedding program's choice (base/allocator.hpp)
   Options opt;
   CLI::App app{"cairn_s3_bench: S3Client PUT/GET throughput and CPU per GiB (JSON on stdout)"};
   app.add_option("mode", opt.mode, "upload | download | delete | write")

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <iostream>
 
-#include "base/allocator.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 
@@ -42,7 +41,6 @@ int reportJson(bool json, const Error& e, double seconds) {
 }  // namespace cairn::cli
 
 int main(int argc, char** argv) {
-  cairn::keepLargeBuffersForReuse();
   CLI::App app{"cairn: a durable journal published as verified checkpoints to object storage"};
   app.require_subcommand(1);
   int exitCode = 0;
