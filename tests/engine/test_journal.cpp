@@ -281,7 +281,7 @@ TEST_CASE("journal: direct reads of a tail while appends extend the file", "[jou
   auto j = f.create(opts);
   for (auto& r : f.appendConcurrently(*j, 40, 2001)) REQUIRE(r.ok());
   std::size_t reads = 0;
-  for (int round = 0; round < 300; ++round) {
+  for (int round = 0; round < 150; ++round) {
     const std::uint64_t end = j->endOffset() - 1;  // the window's last block reaches the EOF
     const std::uint64_t start = end - kMinDirectReadBytes - 123;
     Bytes got;
@@ -303,7 +303,7 @@ TEST_CASE("journal: direct reads of a tail while appends extend the file", "[jou
                          file.begin() + static_cast<std::ptrdiff_t>(end)));
     ++reads;
   }
-  CHECK(reads == 300);
+  CHECK(reads == 150);
 }
 
 TEST_CASE("journal: a prefix over a file cut short from outside fails, then works again",
