@@ -97,7 +97,8 @@ diff -r -q "$TMP/src" "$TMP/rclone-dl" >&2 || { echo "run_s3.sh: rclone's copy d
 rm -rf "$TMP/cairn-dl" "$TMP/rclone-dl"
 # The file system's share of a download to files: the same writes with no network.
 mkdir -p "$TMP/floor"
-bench files_floor write --concurrency "$CONCURRENCY" --prefix "$RUN/none" --out-dir "$TMP/floor"
+bench files_floor write --concurrency "$CONCURRENCY" --prefix "$RUN/none" --source-dir "$TMP/src" \
+  --out-dir "$TMP/floor"
 rm -rf "$TMP/floor"
 # Free the comparison objects before the ceiling phase (RGW memstore keeps them in RAM).
 timeout 300 env -u AWS_CA_BUNDLE rclone delete "$REMOTE" >/dev/null 2>&1 || true
@@ -134,8 +135,9 @@ if floor:
     c, r = cairn("cairn_down_files"), rcl("rclone_down")
     print(f"| writing the same files alone (no network; the file system's share) | {floor[0]:.1f} | | "
           f"| {floor[1]:.2f} | | |")
+    ratio = f"{(c[1] - floor[1]) / (r[1] - floor[1]):.2f}" if r[1] > floor[1] else "n/a"
     print(f"| download to files, less that share | | | | {c[1] - floor[1]:.2f} | {r[1] - floor[1]:.2f} "
-          f"| {(c[1] - floor[1]) / (r[1] - floor[1]):.2f} |")
+          f"| {ratio} |")
 for name, key in (("PUT", "ceil_up"), ("GET to memory", "ceil_down")):
     c = cairn(key)
     if c:

@@ -29,7 +29,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <fstream>
 #include <memory>
@@ -148,6 +147,16 @@ asio::awaitable<bool> writeFile(io::Uring& uring, const std::string& path, ByteV
   co_return wrote && file->close();
 }
 
+// Writes object i to <out-dir>/obj-NNNN; a failure is counted as the object's.
+asio::awaitable<bool> writeObject(Run& run, unsigned i, ByteView body) {
+  std::string path = run.opt->outDir + "/" + objectName(i);
+  if (co_await writeFile(*run.uring, path, body)) co_return true;
+  net::S3Outcome o;
+  o.message = "cannot write to " + run.opt->outDir;
+  run.noteFailure(i, o);
+  co_return false;
+}
+
 asio::awaitable<void> worker(Run& run) {
   const Options& opt = *run.opt;
   while (run.next < opt.objects) {
@@ -174,26 +183,10 @@ asio::awaitable<void> worker(Run& run) {
         run.noteFailure(i, o);
       } else {
         run.bytes += r.body.size();
-        bool written = true;
-        if (!opt.outDir.empty()) {
-          std::string path = opt.outDir + "/" + objectName(i);
-          written = co_await writeFile(*run.uring, path, r.body);
-        }
-        if (!written) {
-          net::S3Outcome o;
-          o.message = "cannot write to " + opt.outDir;
-          run.noteFailure(i, o);
-        }
+        if (!opt.outDir.empty()) co_await writeObject(run, i, r.body);
       }
     } else if (opt.mode == "write") {
-      std::string path = opt.outDir + "/" + objectName(i);
-      if (co_await writeFile(*run.uring, path, run.payloads[i])) {
-        run.bytes += run.payloads[i].size();
-      } else {
-        net::S3Outcome o;
-        o.message = "cannot write to " + opt.outDir;
-        run.noteFailure(i, o);
-      }
+      if (co_await writeObject(run, i, run.payloads[i])) run.bytes += run.payloads[i].size();
     } else {
       net::S3Outcome o = co_await run.client->remove(std::move(key));
       if (!o.ok()) run.noteFailure(i, o);
