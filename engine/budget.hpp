@@ -79,12 +79,17 @@ class InFlightLimit {
   std::deque<Waiter> waiters_;
 };
 
+// Defaults of the in-flight limits: 8 segments of 32 MiB, and as many requests as the S3
+// client keeps connections.
+inline constexpr std::uint64_t kDefaultInFlightBytes = std::uint64_t{256} << 20;
+inline constexpr std::uint64_t kDefaultInFlightRequests = 16;
+
 // The limits shared by everything running in one engine.
 struct EngineLimits {
   // Bytes held in memory by reads and requests in flight (segment bodies, journal ranges).
-  InFlightLimit bytes{std::uint64_t{256} << 20};
+  InFlightLimit bytes{kDefaultInFlightBytes};
   // Object-store requests in flight.
-  InFlightLimit requests{16};
+  InFlightLimit requests{kDefaultInFlightRequests};
 };
 
 }  // namespace cairn

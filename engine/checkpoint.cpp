@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstring>
 
+#include "base/buffer_pool.hpp"
 #include "base/sha256.hpp"
 #include "engine/cpu_pool.hpp"
 #include "engine/format/keys.hpp"
@@ -54,11 +55,12 @@ std::int64_t nowSeconds(const CheckpointOptions& options) {
 
 // Create-if-absent; an existing object must be byte-identical, and is relied on only while it
 // is younger than the reuse age: an older one is rewritten (docs/operations.md, "Vacuum and
-// concurrent publication").
+// concurrent publication"). `digest` is the bytes' SHA-256, which names the key.
 asio::awaitable<Res<Installed>> installImmutable(ObjectStore& store, const std::string& key,
-                                                 ByteView bytes, const CheckpointOptions& options) {
+                                                 ByteView bytes, const Digest& digest,
+                                                 const CheckpointOptions& options) {
   for (int attempt = 0;; ++attempt) {
-    auto created = co_await store.putIfAbsent(key, bytes);
+    auto created = co_await store.putIfAbsentHashed(key, bytes, digest);
     if (created) co_return Installed::written;
     if (created.error().status != StoreStatus::preconditionFailed) {
       co_return storeError(created.error(), key);
@@ -93,15 +95,22 @@ asio::awaitable<Res<Installed>> installImmutable(ObjectStore& store, const std::
   }
 }
 
-// Reads one segment's journal range, builds the object, and installs it create-if-absent.
+// Reads one segment's journal range, builds the object in a buffer from `buffers`, and
+// installs it create-if-absent.
 asio::awaitable<Res<Installed>> installSegment(Journal& journal, ObjectStore& store, const Uuid& ns,
                                                const Digest& lineage, ManifestSegment& seg,
-                                               const CheckpointOptions& options) {
+                                               const CheckpointOptions& options,
+                                               BufferPool& buffers) {
   SegmentHeader h{lineage, seg.firstSequence, seg.count, seg.journalStart, seg.journalEnd};
   auto header = encodeSegmentHeader(h);
   if (!header) co_return Failure<Error>{header.error()};
-  Bytes object = std::move(*header);
-  object.reserve(seg.objectLength);
+  Bytes object = buffers.take(seg.objectLength);
+  struct GiveBack {
+    BufferPool& pool;
+    Bytes& buffer;
+    ~GiveBack() { pool.give(std::move(buffer)); }
+  } giveBack{buffers, object};
+  object.insert(object.end(), header->begin(), header->end());
   auto read = co_await journal.readRange(seg.journalStart, seg.journalEnd,
                                          [&](ByteView chunk) -> Res<void> {
                                            object.insert(object.end(), chunk.begin(), chunk.end());
@@ -121,7 +130,8 @@ asio::awaitable<Res<Installed>> installSegment(Journal& journal, ObjectStore& st
                                     std::to_string(seg.journalEnd) +
                                     ") does not form valid frames: " + decoded.error().message);
   }
-  co_return co_await installImmutable(store, keys::segment(ns, seg.objectSha256), object, options);
+  co_return co_await installImmutable(store, keys::segment(ns, seg.objectSha256), object,
+                                      seg.objectSha256, options);
 }
 
 // Objects rewritten by this checkpoint: after the settle time, each must still be there (a
@@ -184,6 +194,20 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   std::size_t running = 0;
   Signal finished;
   auto executor = co_await asio::this_coro::executor;
+  // The prefix hash is read from the journal while the segments upload (its reads and hashing
+  // overlap the network instead of following it).
+  std::optional<Res<Prefix>> prefix;
+  Signal prefixDone;
+  asio::co_spawn(
+      executor,
+      [&]() -> asio::awaitable<void> {
+        prefix.emplace(co_await journal.prefix(cutoff, limits::kMaxPrefixBytes));
+        prefixDone.notify();
+      },
+      asio::detached);
+  // Segment bodies are built in buffers reused from segment to segment (no fresh pages after
+  // the first few); at most what the byte limit lets run at once stays idle.
+  BufferPool buffers(limits.bytes.capacity());
   for (ManifestSegment& seg : fresh) {
     if (failure) break;
     if (auto ok = budget.reserve(seg.objectLength, seg.count, 1,
@@ -201,7 +225,7 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
         [&, &seg = seg, b = std::move(bytesPermit),
          r = std::move(requestPermit)]() -> asio::awaitable<void> {
           auto written =
-              co_await installSegment(journal, store, ns, journal.lineage(), seg, options);
+              co_await installSegment(journal, store, ns, journal.lineage(), seg, options, buffers);
           if (!written) {
             if (!failure) failure = written.error();
           } else if (*written == Installed::written) {
@@ -223,7 +247,9 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
     finished.reset();
     co_await finished.wait();
   }
+  co_await prefixDone.wait();
   if (failure) co_return Failure<Error>{*failure};
+  if (!*prefix) co_return Failure<Error>{prefix->error()};
 
   Manifest& m = out.manifest;
   m.generation = previous ? previous->generation + 1 : 1;
@@ -231,9 +257,7 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   m.lineage = journal.lineage();
   if (previous && !options.compact) m.segments = previous->segments;
   m.segments.insert(m.segments.end(), fresh.begin(), fresh.end());
-  auto prefix = co_await journal.prefix(cutoff, limits::kMaxPrefixBytes);
-  if (!prefix) co_return Failure<Error>{prefix.error()};
-  m.prefix = *prefix;
+  m.prefix = **prefix;
   auto bytes = encodeManifest(m);
   if (!bytes) co_return Failure<Error>{bytes.error()};
   out.manifestBytes = std::move(*bytes);
@@ -242,7 +266,8 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   if (auto ok = budget.reserve(out.manifestBytes.size(), 0, 1, "manifest"); !ok) {
     co_return Failure<Error>{ok.error()};
   }
-  auto installed = co_await installImmutable(store, key, out.manifestBytes, options);
+  auto installed =
+      co_await installImmutable(store, key, out.manifestBytes, out.manifestSha256, options);
   if (!installed) co_return Failure<Error>{installed.error()};
   if (*installed == Installed::rewritten) {
     ++out.objectsRewritten;

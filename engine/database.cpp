@@ -63,6 +63,8 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::open(io::Uring& uring,
 asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
                                             const std::filesystem::path& dir,
                                             DatabaseOptions options) {
+  db.limits_.bytes = InFlightLimit(options.inflightBytes);
+  db.limits_.requests = InFlightLimit(options.inflightRequests);
   auto state = co_await loadPublisherState(uring, dir);
   if (!state) co_return Failure<Error>{state.error()};
   if (!*state) co_return Res<void>{};  // journal-only

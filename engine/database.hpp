@@ -30,6 +30,9 @@ struct PublishTarget {
 struct DatabaseOptions {
   JournalOptions journal;
   PublishOptions publish;
+  // The engine's in-flight limits (EngineLimits).
+  std::uint64_t inflightBytes = kDefaultInFlightBytes;
+  std::uint64_t inflightRequests = kDefaultInFlightRequests;
 };
 
 class Database {

@@ -38,6 +38,22 @@ struct Batch {
   bool empty() const { return ends.empty(); }
 };
 
+// O_DIRECT reads need file offsets, lengths and buffers aligned to the device's logical block;
+// 4,096 covers 512-byte and 4 KiB devices.
+constexpr std::uint64_t kDirectAlign = 4096;
+constexpr std::uint64_t alignDown(std::uint64_t v) { return v & ~(kDirectAlign - 1); }
+constexpr std::uint64_t alignUp(std::uint64_t v) { return alignDown(v + kDirectAlign - 1); }
+
+struct AlignedDelete {
+  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{kDirectAlign}); }
+};
+using AlignedBuffer = std::unique_ptr<std::uint8_t[], AlignedDelete>;
+
+AlignedBuffer allocateAligned(std::size_t bytes) {
+  return AlignedBuffer(
+      static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{kDirectAlign})));
+}
+
 }  // namespace
 
 struct Journal::Impl {
@@ -59,6 +75,9 @@ struct Journal::Impl {
   };
   std::deque<RoomWaiter> roomWaiters;  // appenders waiting, in arrival order
   std::uint64_t reserved = 0;          // room promised to admitted waiters not yet resumed
+  // Chunk buffers of finished reads, for the next ones (loop thread only). Allocated per read,
+  // 1 MiB buffers fragmented the heap: a checkpoint's peak RSS grew with the journal.
+  std::vector<AlignedBuffer> spareChunks;
 
   // Admits waiters in order while the pending batch has room for them (always the first when
   // the batch is empty, so a frame larger than maxBatchBytes still goes alone).
@@ -217,26 +236,6 @@ asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t
       start, end, [&](ByteView chunk) -> asio::awaitable<Res<void>> { co_return sink(chunk); });
 }
 
-namespace {
-
-// O_DIRECT reads need file offsets, lengths and buffers aligned to the device's logical block;
-// 4,096 covers 512-byte and 4 KiB devices.
-constexpr std::uint64_t kDirectAlign = 4096;
-constexpr std::uint64_t alignDown(std::uint64_t v) { return v & ~(kDirectAlign - 1); }
-constexpr std::uint64_t alignUp(std::uint64_t v) { return alignDown(v + kDirectAlign - 1); }
-
-struct AlignedDelete {
-  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{kDirectAlign}); }
-};
-using AlignedBuffer = std::unique_ptr<std::uint8_t[], AlignedDelete>;
-
-AlignedBuffer allocateAligned(std::size_t bytes) {
-  return AlignedBuffer(
-      static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{kDirectAlign})));
-}
-
-}  // namespace
-
 // One read of a range in flight: it delivers the bytes [offset, offset + length). A direct
 // read covers the aligned window around them (at most one chunk: a chunk is a whole number
 // of blocks and the window starts at the block holding `offset`).
@@ -276,6 +275,10 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
                         std::uint64_t& nextOffset, std::uint64_t end, bool direct,
                         std::function<void()> onDone) {
   const std::size_t chunk = readChunk();
+  if (direct && options_.cachedChunksFromCache) {
+    const std::uint64_t length = std::min<std::uint64_t>(end - nextOffset, chunk);
+    direct = io::pagesCached(impl_->file.fd(), nextOffset, length) != true;
+  }
   slot.offset = nextOffset;
   // A direct read ends on an alignment boundary (or at `end`), so every read after the first
   // starts aligned.
@@ -285,9 +288,14 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
   slot.skip = direct ? static_cast<std::size_t>(nextOffset - alignDown(nextOffset)) : 0;
   std::size_t need =
       direct ? static_cast<std::size_t>(alignUp(stop) - alignDown(nextOffset)) : slot.length;
-  if (slot.capacity < need) {
-    slot.buffer = allocateAligned(need);
-    slot.capacity = need;
+  if (slot.capacity < need) {  // need <= chunk: every buffer holds one chunk
+    if (impl_->spareChunks.empty()) {
+      slot.buffer = allocateAligned(chunk);
+    } else {
+      slot.buffer = std::move(impl_->spareChunks.back());
+      impl_->spareChunks.pop_back();
+    }
+    slot.capacity = chunk;
   }
   slot.result.reset();
   slot.done.reset();
@@ -336,7 +344,17 @@ asio::awaitable<Res<void>> Journal::readRangeAsync(
     if (outcome) outcome = co_await sink(slot.bytes());
     if (outcome && nextOffset < end) launch(slot);
   }
+  recycle(slots);
   co_return outcome;
+}
+
+void Journal::recycle(std::vector<ReadSlot>& slots) {
+  for (ReadSlot& slot : slots) {
+    if (slot.buffer && slot.capacity == readChunk() &&
+        impl_->spareChunks.size() < kMaxSpareReadChunks) {
+      impl_->spareChunks.push_back(std::move(slot.buffer));
+    }
+  }
 }
 
 // Like readRangeAsync with a hashing sink, but the chunks are hashed by one task on the CPU
@@ -434,6 +452,7 @@ asio::awaitable<Res<Sha256>> Journal::hashRange(std::uint64_t start, std::uint64
     }
     co_await feed->wake.wait();
   }
+  recycle(feed->slots);  // no read is in flight and the hasher is done with every chunk
   {
     std::lock_guard lock(feed->mutex);
     if (feed->failure) std::rethrow_exception(feed->failure);

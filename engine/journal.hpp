@@ -40,6 +40,10 @@ struct JournalOptions {
   // Reads of at least kMinDirectReadBytes bypass the page cache (O_DIRECT) where the file
   // system allows it; smaller ones (most records) use the cache.
   bool directReads = true;
+  // ... except a chunk whose pages are all in the page cache already (a recent append), which
+  // is copied from there: no disk read at all (io::pagesCached). False: every large read is
+  // direct (tests of the direct path).
+  bool cachedChunksFromCache = true;
 };
 
 inline constexpr std::uint64_t kMinDirectReadBytes = std::uint64_t{64} << 10;
@@ -110,6 +114,10 @@ class Journal {
   struct ReadSlot;
   std::size_t readChunk() const;
   bool readsDirectly(std::uint64_t start, std::uint64_t end) const;
+  // Keeps the chunk buffers of finished reads for the next reads (at most
+  // kMaxSpareReadChunks).
+  void recycle(std::vector<ReadSlot>& slots);
+  static constexpr std::size_t kMaxSpareReadChunks = 32;
   void startRead(const boost::asio::any_io_executor& executor, ReadSlot& slot,
                  std::uint64_t& nextOffset, std::uint64_t end, bool direct,
                  std::function<void()> onDone);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/buffer_pool.hpp"
 #include "engine/cpu_pool.hpp"
 #include "engine/format/checks.hpp"
 #include "engine/format/journal_format.hpp"
@@ -51,6 +52,31 @@ Res<void> checkSegment(const std::string& key, const Manifest& m, const Manifest
     return corrupt(key, "body does not hold exactly its frames");
   }
   return {};
+}
+
+// Reads the segment's range from the journal and compares it with the checked object's body.
+asio::awaitable<Res<void>> compareWithJournal(Journal& journal, const std::string& key,
+                                              const ManifestSegment& seg, const Bytes& object) {
+  ByteView body = ByteView(object).subspan(limits::kSegmentHeaderBytes);
+  std::size_t at = 0;
+  bool differs = false;
+  auto read = co_await journal.readRange(
+      seg.journalStart, seg.journalEnd, [&](ByteView chunk) -> Res<void> {
+        differs = chunk.size() > body.size() - at ||
+                  !std::equal(chunk.begin(), chunk.end(), body.begin() + at);
+        if (differs) return err(Errc::diverged, "journal bytes differ");  // stops the read
+        at += chunk.size();
+        return {};
+      });
+  if (differs || (read && at != body.size())) {
+    co_return Failure<Error>{
+        Error{Errc::diverged,
+              key + ": the journal's bytes [" + std::to_string(seg.journalStart) + ", " +
+                  std::to_string(seg.journalEnd) + ") are not this segment's (another history)",
+              key}};
+  }
+  if (!read) co_return Failure<Error>{read.error()};
+  co_return Res<void>{};
 }
 
 struct Fetch {
@@ -121,11 +147,11 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
 
   auto executor = co_await asio::this_coro::executor;
 
-  // The journal's prefix is read and hashed concurrently with the segment fetches.
-  std::optional<Res<Prefix>> journalPrefix;
-  Signal journalDone;
+  // The journal is compared byte for byte with the segments (each segment's range is read
+  // while its object is in memory): equal bytes have the rebuilt prefix hash, which is
+  // checked against the manifest below, so the journal is not hashed a third time.
   if (journal && options.deep) {
-    if (journal->lineage() != m.lineage) {
+    if (journal->lineage() != m.lineage || journal->header().bytes != m.journalHeader) {
       co_return Failure<Error>{
           Error{Errc::diverged, "the checkpoint's lineage is not the journal's", manifestKey}};
     }
@@ -136,18 +162,19 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                     ", beyond the journal's end " + std::to_string(journal->endSequence()),
                 manifestKey}};
     }
-    asio::co_spawn(
-        executor,
-        [&]() -> asio::awaitable<void> {
-          journalPrefix.emplace(co_await journal->prefix(m.prefix.sequence, m.prefix.length));
-          journalDone.notify();
-        },
-        asio::detached);
-  } else {
-    journalDone.notify();
+    if (journal->offsetAfter(m.prefix.sequence) != m.prefix.length) {
+      co_return Failure<Error>{
+          Error{Errc::diverged,
+                "the journal's prefix at sequence " + std::to_string(m.prefix.sequence) + " has " +
+                    std::to_string(journal->offsetAfter(m.prefix.sequence)) +
+                    " bytes, the checkpoint's " + std::to_string(m.prefix.length),
+                manifestKey}};
+    }
   }
 
-  // Segments: fetched concurrently (bounded by the in-flight limits), checked in order.
+  // Segments: fetched concurrently (bounded by the in-flight limits), checked in order, into
+  // buffers reused from segment to segment (no fresh pages after the first few).
+  BufferPool buffers(limits.bytes.capacity());
   std::vector<Fetch> fetches(m.segments.size());
   std::optional<Error> failure;
   std::size_t launched = 0;
@@ -173,12 +200,18 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                 const ManifestSegment& seg = m.segments[i];
                 std::string key = keys::segment(ns, seg.objectSha256);
                 if (options.deep) {
-                  fetches[i].result.emplace(co_await store.get(key, seg.objectLength));
+                  Bytes storage = buffers.take(seg.objectLength);
+                  fetches[i].result.emplace(
+                      co_await store.getInto(key, seg.objectLength, std::move(storage)));
                   if (*fetches[i].result) {
                     // Hash and frame checks of different segments run in parallel.
                     const Bytes& bytes = (*fetches[i].result)->bytes;
                     co_await onCpuPool(
                         [&] { fetches[i].check.emplace(checkSegment(key, m, seg, bytes)); });
+                    if (journal && *fetches[i].check) {
+                      fetches[i].check.emplace(
+                          co_await compareWithJournal(*journal, key, seg, bytes));
+                    }
                   }
                 } else {
                   auto info = co_await store.head(key);
@@ -259,7 +292,7 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     if (result) {
       out.bytes += result->bytes.size();
       p.bytesDone += result->bytes.size();
-      result->bytes = Bytes{};  // release the memory now; the permit follows
+      buffers.give(std::exchange(result->bytes, Bytes{}));  // the permit follows
     }
     fetches[i].consumed.notify();
     ++out.objects;
@@ -276,7 +309,6 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     allFinished.reset();
     co_await allFinished.wait();
   }
-  co_await journalDone.wait();
   if (failure) co_return Failure<Error>{*failure};
 
   if (options.deep) {
@@ -290,19 +322,6 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                     std::to_string(options.extends->length) + " bytes, SHA-256 " +
                     toHex(options.extends->sha256) + "): another history",
                 manifestKey}};
-    }
-    if (journal) {
-      if (!*journalPrefix) co_return Failure<Error>{journalPrefix->error()};
-      const Prefix& actual = **journalPrefix;
-      if (actual.length != m.prefix.length || actual.sha256 != m.prefix.sha256) {
-        co_return Failure<Error>{
-            Error{Errc::diverged,
-                  "the journal's prefix at sequence " + std::to_string(m.prefix.sequence) + " (" +
-                      std::to_string(actual.length) + " bytes, " + toHex(actual.sha256) +
-                      ") is not the checkpoint's (" + std::to_string(m.prefix.length) + " bytes, " +
-                      toHex(m.prefix.sha256) + ")",
-                  manifestKey}};
-      }
     }
   }
   co_return out;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -165,6 +166,25 @@ IoResult<void> File::close() {
   const int r = ::close(std::exchange(fd_, -1));
   if (r != 0) return fail(lastErrno());
   return {};
+}
+
+std::optional<bool> pagesCached(int fd, std::uint64_t offset, std::uint64_t length) {
+  // The kernel's structures (include/uapi/linux/mman.h); Debian 12's headers predate them.
+  struct Range {
+    std::uint64_t offset, length;
+  };
+  struct Stat {
+    std::uint64_t cache, dirty, writeback, evicted, recentlyEvicted;
+  };
+  constexpr long kCachestat = 451;  // the same number on every architecture
+  static const auto kPage = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (length == 0) return true;
+  Range range{offset, length};
+  Stat stat{};
+  if (::syscall(kCachestat, fd, &range, &stat, 0) != 0) return std::nullopt;
+  // Pages the range touches (cachestat counts whole pages, the file's end included).
+  const std::uint64_t pages = (offset + length + kPage - 1) / kPage - offset / kPage;
+  return stat.cache >= pages;
 }
 
 IoResult<void> syncDirectory(const std::filesystem::path& dir) {

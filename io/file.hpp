@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 
 #include "base/bytes.hpp"
@@ -66,6 +67,10 @@ class File {
  private:
   int fd_ = -1;
 };
+
+// Whether every page of the file's bytes [offset, offset + length) is in the page cache
+// (cachestat(2), Linux 6.5); nullopt where the kernel cannot tell. Does not block on I/O.
+std::optional<bool> pagesCached(int fd, std::uint64_t offset, std::uint64_t length);
 
 // Opens dir (O_DIRECTORY) and fsyncs it, so entries created, renamed or removed in it are
 // durable. Blocking.

@@ -259,8 +259,10 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
   // ---- retries ----------------------------------------------------------------------------
 
   asio::awaitable<HttpResult> run(Endpoint endpoint, HttpRequest request) {
+    // The first attempt that reads a body takes the storage; a retry allocates anew.
+    Bytes storage = std::move(request.responseStorage);
     for (unsigned attempt = 1;; ++attempt) {
-      Attempt a = co_await once(endpoint, request);
+      Attempt a = co_await once(endpoint, request, storage);
       const unsigned attempts = request.maxAttempts != 0
                                     ? std::min(request.maxAttempts, options.maxAttempts)
                                     : options.maxAttempts;
@@ -304,7 +306,8 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
 
   // ---- one attempt ------------------------------------------------------------------------
 
-  asio::awaitable<Attempt> once(const Endpoint& endpoint, const HttpRequest& request) {
+  asio::awaitable<Attempt> once(const Endpoint& endpoint, const HttpRequest& request,
+                                Bytes& storage) {
     const std::string key = poolKey(endpoint);
     Attempt acquired{fail(HttpError{}), false};
     std::unique_ptr<Connection> connection = co_await acquire(endpoint, key, acquired);
@@ -312,8 +315,8 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     Lease lease{shared_from_this(), key, std::move(connection)};
     // (No co_await inside ?: -- GCC 12 destroys such temporaries twice.)
     Connection& c = *lease.connection;
-    if (c.tls) co_return co_await exchange(*c.tls, c, endpoint, request, lease.reusable);
-    co_return co_await exchange(*c.tcp, c, endpoint, request, lease.reusable);
+    if (c.tls) co_return co_await exchange(*c.tls, c, endpoint, request, storage, lease.reusable);
+    co_return co_await exchange(*c.tcp, c, endpoint, request, storage, lease.reusable);
   }
 
   // Hands the connection back when the attempt ends, however it ends.
@@ -346,7 +349,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
   // Write the request, read the response; all under one deadline (requestTimeout).
   template <class Stream>
   asio::awaitable<Attempt> exchange(Stream& stream, Connection& c, const Endpoint& endpoint,
-                                    const HttpRequest& request, bool& reusable) {
+                                    const HttpRequest& request, Bytes& storage, bool& reusable) {
     const std::string what = request.method + " " + std::string(targetPath(request.target));
     auto outgoing = message(endpoint, request);
     c.lowest().expires_after(request.timeout.count() > 0
@@ -359,6 +362,8 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     // Even when the write failed the server may have answered early (e.g. refused the
     // request before reading its body): a complete response still counts.
     Parser parser;
+    storage.clear();
+    parser.get().body() = std::exchange(storage, Bytes{});
     parser.header_limit(static_cast<std::uint32_t>(kMaxResponseHeaderBytes));
     // The status decides the body limit but is known only after the header: accept the
     // larger limit while parsing it, then check the declared length against the right one

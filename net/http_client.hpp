@@ -72,6 +72,9 @@ struct HttpRequest {
   std::size_t maxResponseBody = 0;  // bytes of response body accepted with a 2xx status
   std::size_t maxErrorBody = kMaxErrorResponseBody;  // ... with any other status
   bool idempotent = false;  // safe to send again after an uncertain failure
+  // Memory for the response body (optional): cleared, and its capacity used, so a caller that
+  // reads many large bodies can hand back an earlier one instead of touching fresh pages.
+  Bytes responseStorage;
   // Overrides for this request (0: the client's options): attempts in all, and the deadline
   // of each attempt's exchange.
   unsigned maxAttempts = 0;

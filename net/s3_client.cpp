@@ -232,7 +232,8 @@ struct S3Client::Impl {
                                           std::vector<HttpHeader> headers, ByteView body,
                                           std::string payloadHash, std::size_t maxBody,
                                           bool idempotent, unsigned maxAttempts = 0,
-                                          std::chrono::milliseconds timeout = {}) {
+                                          std::chrono::milliseconds timeout = {},
+                                          Bytes responseStorage = {}) {
     SigV4Request toSign;
     toSign.method = method;
     toSign.path = rawPath;
@@ -256,6 +257,7 @@ struct S3Client::Impl {
     request.idempotent = idempotent;
     request.maxAttempts = maxAttempts;
     request.timeout = timeout;
+    request.responseStorage = std::move(responseStorage);
     co_return co_await http.request(endpoint, std::move(request));
   }
 
@@ -384,7 +386,8 @@ Result<std::unique_ptr<S3Client>, std::string> S3Client::create(
 
 S3Client::~S3Client() = default;
 
-boost::asio::awaitable<S3Object> S3Client::get(std::string key, std::size_t maxBytes) {
+boost::asio::awaitable<S3Object> S3Client::get(std::string key, std::size_t maxBytes,
+                                               Bytes storage) {
   auto impl = impl_;
   const std::string what = "GET " + key;
   S3Object object;
@@ -394,7 +397,8 @@ boost::asio::awaitable<S3Object> S3Client::get(std::string key, std::size_t maxB
     co_return object;
   }
   auto result = co_await impl->send("GET", impl->objectPath(*full), {}, {}, {},
-                                    std::string(kEmptyPayloadSha256), maxBytes, true);
+                                    std::string(kEmptyPayloadSha256), maxBytes, true, 0, {},
+                                    std::move(storage));
   object.outcome = impl->classify(result, Op::get, what);
   if (!object.outcome.ok()) co_return object;
   HttpResponse& response = result.value();

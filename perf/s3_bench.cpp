@@ -4,8 +4,10 @@
 //   upload    PUTs --objects objects of --size bytes (random, or the files <source-dir>/obj-NNNN)
 //             as <prefix>/obj-NNNN with --concurrency coroutines on one io_context over one
 //             S3Client (maxConnections = concurrency). Plain PUTs, payload signed with SHA-256.
-//   download  GETs the same keys the same way; each body is checked for its size and, with
-//             --out-dir, written to <out-dir>/obj-NNNN (as rclone copy does).
+//   download  GETs the same keys the same way, each into a body buffer reused from an earlier
+//             GET (base/buffer_pool.hpp); each body is checked for its size and, with
+//             --out-dir, written to <out-dir>/obj-NNNN (as rclone copy does; whole 4 KiB blocks
+//             with O_DIRECT, see writeFile).
 //   delete    removes the same keys (not timed for the comparison; cleanup).
 //   write     no network: writes --objects random bodies of --size bytes to <out-dir>/obj-NNNN
 //             exactly as download --out-dir does, so its CPU per GiB is what the file system
@@ -16,6 +18,7 @@
 // The store comes from S3_ENDPOINT, S3_REGION, S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY (and
 // S3_SESSION_TOKEN), as in shared/s3/README.md. perf/run_s3.sh runs it beside rclone.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -29,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <memory>
@@ -37,7 +41,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/allocator.hpp"
+#include "base/buffer_pool.hpp"
 #include "base/bytes.hpp"
 #include "io/file.hpp"
 #include "io/uring.hpp"
@@ -114,12 +118,21 @@ struct Options {
   std::uint64_t seed = 1;
 };
 
+struct AlignedFree {
+  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{4096}); }
+};
+using Stage = std::unique_ptr<std::uint8_t[], AlignedFree>;
+
 struct Run {
   const Options* opt = nullptr;
   std::uint64_t objectBytes = 0;
   net::S3Client* client = nullptr;
   io::Uring* uring = nullptr;   // download --out-dir
   std::vector<Bytes> payloads;  // upload
+  // Download bodies land in buffers handed back by earlier ones (as the engine's operations
+  // do, base/buffer_pool.hpp): set to the concurrency's worth in main().
+  BufferPool buffers{0};
+  std::vector<Stage> stages;  // --out-dir, write: aligned buffers for O_DIRECT, reused
   unsigned next = 0;
   unsigned done = 0;
   unsigned failures = 0;
@@ -138,19 +151,42 @@ struct Run {
 };
 
 // Writes one downloaded object to a file through io_uring, so the copy into the page cache
-// does not stop the other transfers on the loop (a blocking write() of 8 MiB did). Writing
-// with O_DIRECT from an aligned copy was tried and cost more CPU here (5.8 CPU s/GiB in all).
-asio::awaitable<bool> writeFile(io::Uring& uring, const std::string& path, ByteView body) {
-  auto file = io::File::open(path, O_WRONLY | O_CREAT | O_TRUNC);
+// does not stop the other transfers on the loop (a blocking write() of 8 MiB did). Whole
+// 4 KiB blocks are written with O_DIRECT from an aligned staging buffer kept for reuse (no
+// page-cache pages: on this machine every fresh page costs more than the copy into it);
+// the unaligned tail, if any, through the page cache.
+asio::awaitable<bool> writeFile(io::Uring& uring, std::vector<Stage>& stages,
+                                std::size_t stageBytes, const std::string& path, ByteView body) {
+  const std::size_t whole = body.size() / 4096 * 4096;
+  std::size_t written = 0;
+  if (whole > 0 && body.size() <= stageBytes) {
+    Stage stage;
+    if (stages.empty()) {
+      stage.reset(static_cast<std::uint8_t*>(::operator new[](stageBytes, std::align_val_t{4096})));
+      ::madvise(stage.get(), stageBytes, MADV_HUGEPAGE);
+    } else {
+      stage = std::move(stages.back());
+      stages.pop_back();
+    }
+    std::memcpy(stage.get(), body.data(), whole);
+    if (auto direct = io::File::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT)) {
+      auto wrote = co_await uring.write(direct->fd(), ByteView(stage.get(), whole), 0);
+      if (wrote && direct->close()) written = whole;
+    }
+    stages.push_back(std::move(stage));
+  }
+  if (written == body.size()) co_return true;
+  // The tail, or everything where O_DIRECT was refused.
+  auto file = io::File::open(path, O_WRONLY | O_CREAT | (written == 0 ? O_TRUNC : 0));
   if (!file) co_return false;
-  auto wrote = co_await uring.write(file->fd(), body, 0);
+  auto wrote = co_await uring.write(file->fd(), body.subspan(written), written);
   co_return wrote && file->close();
 }
 
 // Writes object i to <out-dir>/obj-NNNN; a failure is counted as the object's.
 asio::awaitable<bool> writeObject(Run& run, unsigned i, ByteView body) {
   std::string path = run.opt->outDir + "/" + objectName(i);
-  if (co_await writeFile(*run.uring, path, body)) co_return true;
+  if (co_await writeFile(*run.uring, run.stages, run.objectBytes, path, body)) co_return true;
   net::S3Outcome o;
   o.message = "cannot write to " + run.opt->outDir;
   run.noteFailure(i, o);
@@ -174,7 +210,9 @@ asio::awaitable<void> worker(Run& run) {
         run.noteFailure(i, r.outcome);
       }
     } else if (opt.mode == "download") {
-      net::S3Object r = co_await run.client->get(std::move(key), run.objectBytes);
+      Bytes storage = run.buffers.take(run.objectBytes);
+      net::S3Object r =
+          co_await run.client->get(std::move(key), run.objectBytes, std::move(storage));
       if (!r.outcome.ok()) {
         run.noteFailure(i, r.outcome);
       } else if (r.body.size() != run.objectBytes) {
@@ -185,6 +223,7 @@ asio::awaitable<void> worker(Run& run) {
         run.bytes += r.body.size();
         if (!opt.outDir.empty()) co_await writeObject(run, i, r.body);
       }
+      run.buffers.give(std::move(r.body));
     } else if (opt.mode == "write") {
       if (co_await writeObject(run, i, run.payloads[i])) run.bytes += run.payloads[i].size();
     } else {
@@ -201,6 +240,7 @@ bool loadPayloads(Run& run) {
   std::mt19937_64 rng(opt.seed);
   for (unsigned i = 0; i < opt.objects; ++i) {
     Bytes& b = run.payloads[i];
+    b = run.buffers.take(run.objectBytes);  // huge pages, as the engine's segment buffers
     if (!opt.sourceDir.empty()) {
       std::ifstream in(opt.sourceDir + "/" + objectName(i), std::ios::binary);
       if (!in) return false;
@@ -223,7 +263,6 @@ bool loadPayloads(Run& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cairn::keepLargeBuffersForReuse();  // the embedding program's choice (base/allocator.hpp)
   Options opt;
   CLI::App app{"cairn_s3_bench: S3Client PUT/GET throughput and CPU per GiB (JSON on stdout)"};
   app.add_option("mode", opt.mode, "upload | download | delete | write")
@@ -246,6 +285,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "s3_bench: bad --size %s\n", opt.size.c_str());
     return 2;
   }
+  // Room for one body per coroutine (2 MiB of rounding each).
+  run.buffers = BufferPool(opt.concurrency * (run.objectBytes + (std::uint64_t{2} << 20)));
 
   net::S3Config config;
   config.endpoint = envOr("S3_ENDPOINT", "");

@@ -33,10 +33,7 @@ struct GraphOptions {
   std::string manifest;
   std::uint64_t manifestLength = 0;
   std::uint64_t segmentMib = 32;
-  std::uint64_t budgetBytes = kDefaultOperationBudget.bytes;
-  std::uint64_t budgetRequests = kDefaultOperationBudget.requests;
-  std::uint64_t inflightMib = 256;
-  std::uint64_t inflightRequests = 16;
+  LimitOptions limits;
   bool deep = false;
   bool json = false;
 };
@@ -58,10 +55,9 @@ void printProgress(const VerifyProgress& p, Clock::time_point start) {
 
 // The engine's in-flight limits and this operation's budget, from the command line.
 OperationBudget limitsFrom(const GraphOptions& opt, EngineLimits& limits) {
-  limits.bytes = InFlightLimit(opt.inflightMib << 20);
-  limits.requests = InFlightLimit(opt.inflightRequests);
-  return OperationBudget(
-      BudgetTotals{opt.budgetBytes, kDefaultOperationBudget.records, opt.budgetRequests});
+  limits.bytes = InFlightLimit(opt.limits.inflightMib << 20);
+  limits.requests = InFlightLimit(opt.limits.inflightRequests);
+  return OperationBudget(opt.limits.budget());
 }
 
 struct Opened {
@@ -192,14 +188,22 @@ void addCommon(CLI::App* cmd, GraphOptions& o) {
   cmd->add_option("DIR", o.dir, "database directory")->required();
   cmd->add_option("--store", o.store, "store URL (default: the one DIR publishes to)");
   cmd->add_option("--namespace", o.ns, "namespace UUID (default: DIR's)");
-  cmd->add_option("--budget-bytes", o.budgetBytes, "operation byte budget");
-  cmd->add_option("--budget-requests", o.budgetRequests, "operation request budget");
-  cmd->add_option("--inflight-mib", o.inflightMib, "MiB held by reads and requests in flight");
-  cmd->add_option("--inflight-requests", o.inflightRequests, "store requests in flight");
+  addLimitOptions(cmd, o.limits);
   cmd->add_flag("--json", o.json, "print one JSON object");
 }
 
 }  // namespace
+
+void addLimitOptions(CLI::App* cmd, LimitOptions& o) {
+  cmd->add_option("--budget-bytes", o.budgetBytes, "operation byte budget");
+  cmd->add_option("--budget-requests", o.budgetRequests, "operation request budget");
+  cmd->add_option("--inflight-mib", o.inflightMib,
+                  "MiB held by reads and requests in flight (default 256)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
+  cmd->add_option("--inflight-requests", o.inflightRequests,
+                  "store requests in flight (default 16)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4096}));
+}
 
 void addCheckpointCommands(CLI::App& app, int& exitCode) {
   {

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/budget.hpp"
 #include "engine/format/error.hpp"
 #include "engine/format/uuid.hpp"
 
@@ -49,6 +50,20 @@ struct NamespaceInStore {
 };
 Res<NamespaceInStore> openNamespace(io::Uring& uring, const boost::asio::any_io_executor& executor,
                                     const std::string& storeUrl, const std::string& ns);
+
+// --budget-bytes, --budget-requests, --inflight-mib, --inflight-requests: one operation's
+// budget and the engine's in-flight limits (engine/budget.hpp).
+struct LimitOptions {
+  std::uint64_t budgetBytes = kDefaultOperationBudget.bytes;
+  std::uint64_t budgetRequests = kDefaultOperationBudget.requests;
+  std::uint64_t inflightMib = kDefaultInFlightBytes >> 20;
+  std::uint64_t inflightRequests = kDefaultInFlightRequests;
+
+  BudgetTotals budget() const {
+    return BudgetTotals{budgetBytes, kDefaultOperationBudget.records, budgetRequests};
+  }
+};
+void addLimitOptions(CLI::App* cmd, LimitOptions& o);
 
 void addHeadCommands(CLI::App& app, int& exitCode);
 void addJournalCommands(CLI::App& app, int& exitCode);

@@ -62,15 +62,20 @@ struct CheckpointCli {
   std::string dir;
   std::uint64_t segmentMib = 32;
   std::int64_t reuseMaxAge = 600;
+  LimitOptions limits;
   bool compact = false;
   bool json = false;
 };
 
-DatabaseOptions databaseOptions(std::uint64_t segmentMib, std::int64_t reuseMaxAge = 600) {
+DatabaseOptions databaseOptions(std::uint64_t segmentMib, std::int64_t reuseMaxAge = 600,
+                                const LimitOptions& limits = {}) {
   DatabaseOptions o;
   o.publish.checkpoint.segmentTargetBytes = segmentMib << 20;
   o.publish.checkpoint.reuseMaxAge = std::chrono::seconds(reuseMaxAge);
   o.publish.fault = faultHookFromEnvironment();
+  o.publish.budget = limits.budget();
+  o.inflightBytes = limits.inflightMib << 20;
+  o.inflightRequests = limits.inflightRequests;
   return o;
 }
 
@@ -125,8 +130,8 @@ void printPublished(const PublishResult& r, bool json, double seconds) {
 
 asio::awaitable<int> runCheckpoint(io::Uring& uring, const CheckpointCli& opt) {
   auto start = Clock::now();
-  auto db =
-      co_await Database::open(uring, opt.dir, databaseOptions(opt.segmentMib, opt.reuseMaxAge));
+  auto db = co_await Database::open(uring, opt.dir,
+                                    databaseOptions(opt.segmentMib, opt.reuseMaxAge, opt.limits));
   if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
   Res<PublishResult> published = err(Errc::usage, "not run");
   if (opt.compact) {
@@ -752,6 +757,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB")
         ->check(CLI::Range(1, 64));
     addReuseOption(cmd, opt->reuseMaxAge);
+    addLimitOptions(cmd, opt->limits);
     cmd->add_flag("--json", opt->json, "print one JSON object");
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpoint(u, *opt); });
@@ -768,6 +774,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB (default 64)")
         ->check(CLI::Range(1, 64));
     addReuseOption(cmd, opt->reuseMaxAge);
+    addLimitOptions(cmd, opt->limits);
     cmd->add_flag("--json", opt->json, "print one JSON object");
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpoint(u, *opt); });

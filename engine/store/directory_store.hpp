@@ -28,9 +28,14 @@ class DirectoryStore final : public ObjectStore {
 
   boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,
                                                         std::uint64_t maxBytes) override;
+  boost::asio::awaitable<StoreResult<StoredObject>> getInto(std::string key, std::uint64_t maxBytes,
+                                                            Bytes storage) override;
   boost::asio::awaitable<StoreResult<ObjectInfo>> head(std::string key) override;
   boost::asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string key,
                                                                ByteView bytes) override;
+  boost::asio::awaitable<StoreResult<std::string>> putIfAbsentHashed(std::string key,
+                                                                     ByteView bytes,
+                                                                     Digest digest) override;
   boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key, ByteView bytes,
                                                               std::string etag) override;
   boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key,
@@ -50,6 +55,9 @@ class DirectoryStore final : public ObjectStore {
   struct Impl;
   DirectoryStore(io::Uring& uring, std::filesystem::path root);
   boost::asio::awaitable<StoreResult<std::filesystem::path>> writeTemp(ByteView bytes);
+  // Create-if-absent by link(2) of a synced temporary file; the ETag is the digest's.
+  boost::asio::awaitable<StoreResult<std::string>> create(std::string key, ByteView bytes,
+                                                          Digest digest);
   // Write temp, fsync, rename over the key, fsync its directory.
   boost::asio::awaitable<StoreResult<std::string>> replace(const std::string& key, ByteView bytes);
 

@@ -49,6 +49,18 @@ boost::asio::awaitable<StoreResult<void>> ObjectStore::removeWithin(std::string 
   co_return co_await remove(std::move(key));
 }
 
+boost::asio::awaitable<StoreResult<StoredObject>> ObjectStore::getInto(std::string key,
+                                                                       std::uint64_t maxBytes,
+                                                                       Bytes) {
+  co_return co_await get(std::move(key), maxBytes);
+}
+
+boost::asio::awaitable<StoreResult<std::string>> ObjectStore::putIfAbsentHashed(std::string key,
+                                                                                ByteView bytes,
+                                                                                Digest) {
+  co_return co_await putIfAbsent(std::move(key), bytes);
+}
+
 boost::asio::awaitable<StoreResult<std::string>> ObjectStore::rewrite(std::string key, ByteView) {
   co_return storeFail(StoreStatus::failure, describe() + " cannot rewrite " + key);
 }

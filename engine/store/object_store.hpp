@@ -23,6 +23,7 @@
 
 #include "base/bytes.hpp"
 #include "base/result.hpp"
+#include "base/sha256.hpp"
 
 namespace cairn {
 
@@ -91,10 +92,22 @@ class ObjectStore {
   // the body is buffered).
   virtual boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,
                                                                 std::uint64_t maxBytes) = 0;
+  // get() into `storage`'s memory: a caller that reads many large objects hands back an
+  // earlier buffer (base/buffer_pool.hpp) instead of touching fresh pages. The default
+  // ignores it.
+  virtual boost::asio::awaitable<StoreResult<StoredObject>> getInto(std::string key,
+                                                                    std::uint64_t maxBytes,
+                                                                    Bytes storage);
   virtual boost::asio::awaitable<StoreResult<ObjectInfo>> head(std::string key) = 0;
   // Create-if-absent: preconditionFailed when the key exists. Returns the new ETag.
   virtual boost::asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string key,
                                                                        ByteView bytes) = 0;
+  // putIfAbsent() of bytes whose SHA-256 the caller has computed (a content-addressed key
+  // names it): S3 signs the payload with it instead of hashing the bytes again, and the server
+  // refuses the PUT if the bytes do not match it. The default ignores it.
+  virtual boost::asio::awaitable<StoreResult<std::string>> putIfAbsentHashed(std::string key,
+                                                                             ByteView bytes,
+                                                                             Digest sha256);
   // Compare-and-swap: replaces the object only if its current ETag is `etag` (as returned by
   // get/head, quoted). preconditionFailed when it differs or the key is absent.
   virtual boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key,

@@ -107,8 +107,14 @@ asio::awaitable<net::ProbeReport> S3Store::probe() {
 }
 
 asio::awaitable<StoreResult<StoredObject>> S3Store::get(std::string key, std::uint64_t maxBytes) {
+  Bytes fresh;  // a named local: GCC 12 mishandles non-trivial temporaries in co_await
+  co_return co_await getInto(std::move(key), maxBytes, std::move(fresh));
+}
+
+asio::awaitable<StoreResult<StoredObject>> S3Store::getInto(std::string key, std::uint64_t maxBytes,
+                                                            Bytes storage) {
   if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
-  auto r = co_await impl_->client->get(key, static_cast<std::size_t>(maxBytes));
+  auto r = co_await impl_->client->get(key, static_cast<std::size_t>(maxBytes), std::move(storage));
   if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
   co_return StoredObject{std::move(r.body), std::move(r.etag)};
 }
@@ -121,8 +127,22 @@ asio::awaitable<StoreResult<ObjectInfo>> S3Store::head(std::string key) {
 }
 
 asio::awaitable<StoreResult<std::string>> S3Store::putIfAbsent(std::string key, ByteView bytes) {
+  co_return co_await create(std::move(key), bytes, std::nullopt);
+}
+
+asio::awaitable<StoreResult<std::string>> S3Store::putIfAbsentHashed(std::string key,
+                                                                     ByteView bytes,
+                                                                     Digest sha256) {
+  co_return co_await create(std::move(key), bytes, sha256);
+}
+
+asio::awaitable<StoreResult<std::string>> S3Store::create(std::string key, ByteView bytes,
+                                                          std::optional<Digest> sha256) {
   if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
-  auto r = co_await impl_->client->put(key, bytes, net::PutCondition::ifNoneMatch);
+  net::PutOptions options;
+  options.condition = net::PutCondition::ifNoneMatch;
+  options.sha256 = sha256;
+  auto r = co_await impl_->client->put(key, bytes, std::move(options));
   if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
   co_return std::move(r.etag);
 }

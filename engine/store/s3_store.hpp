@@ -26,9 +26,14 @@ class S3Store final : public ObjectStore {
 
   boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,
                                                         std::uint64_t maxBytes) override;
+  boost::asio::awaitable<StoreResult<StoredObject>> getInto(std::string key, std::uint64_t maxBytes,
+                                                            Bytes storage) override;
   boost::asio::awaitable<StoreResult<ObjectInfo>> head(std::string key) override;
   boost::asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string key,
                                                                ByteView bytes) override;
+  boost::asio::awaitable<StoreResult<std::string>> putIfAbsentHashed(std::string key,
+                                                                     ByteView bytes,
+                                                                     Digest sha256) override;
   boost::asio::awaitable<StoreResult<std::string>> putIfMatch(std::string key, ByteView bytes,
                                                               std::string etag) override;
   boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key,
@@ -46,6 +51,9 @@ class S3Store final : public ObjectStore {
   boost::asio::awaitable<net::ProbeReport> probe();
 
  private:
+  // PUT with If-None-Match: *, signed with the body's SHA-256 (computed here if not given).
+  boost::asio::awaitable<StoreResult<std::string>> create(std::string key, ByteView bytes,
+                                                          std::optional<Digest> sha256);
   struct Impl;
   explicit S3Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

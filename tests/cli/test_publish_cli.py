@@ -76,12 +76,34 @@ def backend(tmp, store, label):
           b"precondition-failed" in r.stderr and len(r.stderr.splitlines()) == 1,
           f"{label}: stale If-Match refused cleanly: {r.stderr!r}")
 
+    # The operation budget and the in-flight limits from the command line: a budget smaller
+    # than the new segments fails closed, nothing selected; one segment and one request in
+    # flight at a time still publishes.
+    before = js(run("status", db, "--json"))
+    r = run("append", db, stdin=records("limits", 3000))
+    check(r.returncode == 0, f"{label}: append before the limit checks")
+    r = run("checkpoint", db, "--budget-bytes", "100000", "--json")
+    check(r.returncode == 1 and js(r).get("error") == "budget" and
+          b"budget" in r.stderr, f"{label}: a small budget fails closed: {r.stdout!r} {r.stderr!r}")
+    check(before.get("store_head") is not None and
+          js(run("status", db, "--json")).get("store_head") == before.get("store_head"),
+          f"{label}: nothing was selected over the budget")
+    r = run("checkpoint", db, "--segment-mib", "1", "--inflight-mib", "1",
+            "--inflight-requests", "1", "--json")
+    check(r.returncode == 0 and js(r).get("outcome") == "selected" and
+          js(r).get("prefix_sequence") == 33500,
+          f"{label}: one segment and one request in flight: {r.stdout!r} {r.stderr!r}")
+    r = run("checkpoint", db, "--inflight-mib", "0")
+    check(r.returncode == 2, f"{label}: --inflight-mib 0 is a usage error")
+    r = run("verify", db, "--deep", "--inflight-mib", "1", "--inflight-requests", "1", "--json")
+    check(r.returncode == 0 and js(r).get("ok") is True, f"{label}: verify with the least in flight")
+
     # checkpoint with nothing new: unchanged, nothing written.
     r = run("checkpoint", db, "--json")
     check(r.returncode == 0 and js(r).get("outcome") == "unchanged", f"{label}: unchanged {r.stdout!r}")
 
     # The crash matrix.
-    sequence = 30500
+    sequence = 33500
     for point in POINTS:
         what = f"{label}: killed at {point}"
         r = run("append", db, stdin=records(point, 200))

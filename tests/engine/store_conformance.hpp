@@ -98,6 +98,36 @@ inline void runStoreConformance(ObjectStore& store, asio::io_context& context,
     CHECK(again.error().status == StoreStatus::preconditionFailed);
     CHECK(run(context, store.get(a, 1 << 20))->bytes == one);
   }
+  SECTION("create-if-absent with the bytes' SHA-256 writes them, and refuses bytes it misnames") {
+    auto created = run(context, store.putIfAbsentHashed(a, one, sha256(one)));
+    REQUIRE(created.ok());
+    checkStrongEtag(*created);
+    CHECK(run(context, store.get(a, 1 << 20))->bytes == one);
+    auto exists = run(context, store.putIfAbsentHashed(a, two, sha256(two)));
+    REQUIRE_FALSE(exists.ok());
+    CHECK(exists.error().status == StoreStatus::preconditionFailed);
+    const std::string b = prefix + "b.bin";
+    auto misnamed = run(context, store.putIfAbsentHashed(b, one, sha256(two)));
+    REQUIRE_FALSE(misnamed.ok());
+    CHECK(misnamed.error().status == StoreStatus::failure);
+    CHECK(run(context, store.get(b, 1 << 20)).error().status == StoreStatus::missing);
+  }
+  SECTION("a get into a caller's buffer gives only the object, in that buffer when it fits") {
+    REQUIRE(run(context, store.putIfAbsent(a, two)).ok());
+    Bytes roomy(100, 0xEE);  // stale contents must not survive
+    roomy.reserve(4096);
+    const std::uint8_t* memory = roomy.data();
+    auto got = run(context, store.getInto(a, 1 << 20, std::move(roomy)));
+    REQUIRE(got.ok());
+    CHECK(got->bytes == two);
+    CHECK(got->bytes.data() == memory);
+    auto grown = run(context, store.getInto(a, 1 << 20, Bytes(3, 0xEE)));
+    REQUIRE(grown.ok());
+    CHECK(grown->bytes == two);
+    auto over = run(context, store.getInto(a, two.size() - 1, Bytes(4096, 0xEE)));
+    REQUIRE_FALSE(over.ok());
+    CHECK(over.error().status == StoreStatus::failure);
+  }
   SECTION("a get over the caller's bound is a failure") {
     REQUIRE(run(context, store.putIfAbsent(a, two)).ok());
     auto got = run(context, store.get(a, two.size() - 1));

@@ -346,7 +346,7 @@ TEST_CASE("checkpoint: every damaged object fails verification with the right er
 TEST_CASE("checkpoint: a journal with another history fails only the journal comparison",
           "[checkpoint]") {
   Fixture a(300, u"db", "a");
-  auto c = a.checkpoint();
+  auto c = a.checkpoint(std::nullopt, 8 << 10);  // several segments
   REQUIRE(c.ok());
   // Same database id (same lineage), different first record: every pure check passes, the
   // graph itself is intact, only the comparison with the actual journal can tell.
@@ -363,6 +363,31 @@ TEST_CASE("checkpoint: a journal with another history fails only the journal com
   auto diverged = a.verify(*c, true, b.get());
   REQUIRE_FALSE(diverged.ok());
   CHECK(diverged.error().code == Errc::diverged);
+  CHECK(diverged.error().key == keys::segment(a.ns, c->manifest.segments.front().objectSha256));
+  // One record different in the middle, or only the last: found in the segment holding it.
+  REQUIRE(c->manifest.segments.size() >= 3);
+  for (int differing : {150, 299}) {
+    io::test::TempDir dir;
+    auto j =
+        std::move(*runToCompletion(a.context, Journal::create(a.uring, dir.path() / "db", u"db")));
+    std::swap(a.journal, j);
+    a.appendRecords(differing, "a");
+    a.appendRecords(1, "b", differing);  // same length as the record it replaces
+    a.appendRecords(299 - differing, "a", differing + 1);
+    std::swap(a.journal, j);
+    REQUIRE(j->offsetAfter(300) == a.journal->offsetAfter(300));
+    auto late = a.verify(*c, true, j.get());
+    REQUIRE_FALSE(late.ok());
+    CHECK(late.error().code == Errc::diverged);
+    const std::uint64_t offset = j->offsetAfter(static_cast<std::uint64_t>(differing));
+    std::string key;
+    for (const auto& seg : c->manifest.segments) {
+      if (seg.journalStart <= offset && offset < seg.journalEnd) {
+        key = keys::segment(a.ns, seg.objectSha256);
+      }
+    }
+    CHECK(late.error().key == key);
+  }
   // A journal shorter than the checkpoint is also a divergence.
   io::test::TempDir third;
   auto shorter =

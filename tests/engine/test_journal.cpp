@@ -229,9 +229,13 @@ TEST_CASE("journal: direct and buffered reads give the same prefixes and ranges"
   INFO("direct reads: " << direct);
   j.reset();
 
-  for (bool useDirect : {true, false}) {
+  // Direct reads always, direct reads except for chunks already in the page cache (the
+  // default; here every chunk is), and buffered reads.
+  for (auto [useDirect, fromCache] : {std::pair{true, false}, {true, true}, {false, false}}) {
     JournalOptions o = opts;
     o.directReads = useDirect;
+    o.cachedChunksFromCache = fromCache;
+    INFO("direct: " << useDirect << ", cached chunks from the cache: " << fromCache);
     auto opened = f.open(o);
     REQUIRE(opened.ok());
     auto& jj = **opened;
@@ -278,6 +282,7 @@ TEST_CASE("journal: direct reads of a tail while appends extend the file", "[jou
   Fixture f;
   JournalOptions opts;
   opts.readChunkBytes = 8192;
+  opts.cachedChunksFromCache = false;  // the tail was just written: it is in the page cache
   auto j = f.create(opts);
   for (auto& r : f.appendConcurrently(*j, 40, 2001)) REQUIRE(r.ok());
   std::size_t reads = 0;

@@ -164,3 +164,25 @@ TEST_CASE("durableReplaceSync: replaces, creates, and cleans up after failure", 
   CHECK(overDirectory.error() == std::errc::is_a_directory);
   CHECK(dir.entries() == std::set<std::string>{"config", "new", "sub"});
 }
+
+TEST_CASE("pagesCached: a file just written is in the page cache; dropped, it is not", "[io]") {
+  TempDir dir;
+  auto path = dir.path() / "cached";
+  writeWholeFile(path, pattern(1 << 20, 7));
+  auto file = File::open(path, O_RDONLY | O_CLOEXEC);
+  REQUIRE(file.ok());
+  // This kernel has cachestat(2) (Linux 6.5 or later; CI runs on the same one).
+  auto all = cairn::io::pagesCached(file->fd(), 0, 1 << 20);
+  REQUIRE(all.has_value());
+  CHECK(*all);
+  CHECK(cairn::io::pagesCached(file->fd(), 4095, 10'000) == true);  // unaligned, two pages
+  CHECK(cairn::io::pagesCached(file->fd(), 0, 0) == true);
+  REQUIRE(::fdatasync(file->fd()) == 0);  // clean pages can be dropped
+  REQUIRE(::posix_fadvise(file->fd(), 0, 0, POSIX_FADV_DONTNEED) == 0);
+  CHECK(cairn::io::pagesCached(file->fd(), 0, 1 << 20) == false);
+  // Read back one page: that page alone is cached again.
+  std::uint8_t byte = 0;
+  REQUIRE(::pread(file->fd(), &byte, 1, 8192) == 1);
+  CHECK(cairn::io::pagesCached(file->fd(), 8192, 4096) == true);
+  CHECK(cairn::io::pagesCached(file->fd(), 0, 1 << 20) == false);
+}

@@ -1,0 +1,95 @@
+// BufferPool: large buffers handed back by one operation and taken again by its next step.
+//
+// A segment body (8-64 MiB) allocated fresh is a new mapping: every 4 KiB page of it costs a
+// page fault on first touch, and the copy into it runs at the speed of faulting. On this
+// machine those faults and copies were about 40 % of a checkpoint's CPU and half of a deep
+// verification's (docs/performance.md). A pool per operation keeps the buffers mapped while
+// the operation runs and frees them with it, so memory is bounded by what the operation had
+// in flight, not by the process's lifetime (a process-wide allocator setting that kept freed
+// memory made a checkpoint's peak RSS grow with the graph, docs/decisions.md).
+//
+// Not thread-safe: one executor takes and gives (the CPU pool may read and write the bytes of
+// a buffer it was lent in between).
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "base/bytes.hpp"
+
+namespace cairn {
+
+class BufferPool {
+ public:
+  // Keeps at most `maxIdleBytes` of capacity in idle buffers; a buffer handed back beyond
+  // that is freed.
+  explicit BufferPool(std::size_t maxIdleBytes) : maxIdleBytes_(maxIdleBytes) {}
+
+  // An empty buffer with room for at least `capacity` bytes: the idle buffer that fits best,
+  // or a new one. Its pages are mapped if it was used before.
+  Bytes take(std::size_t capacity) {
+    std::size_t best = idle_.size();
+    for (std::size_t i = 0; i < idle_.size(); ++i) {
+      const std::size_t c = idle_[i].capacity();
+      if (c >= capacity && (best == idle_.size() || c < idle_[best].capacity())) best = i;
+    }
+    // None fits: grow the largest (the others stay for smaller requests).
+    if (best == idle_.size()) {
+      for (std::size_t i = 0; i < idle_.size(); ++i) {
+        if (best == idle_.size() || idle_[i].capacity() > idle_[best].capacity()) best = i;
+      }
+    }
+    Bytes out;
+    if (best < idle_.size()) {
+      out = std::move(idle_[best]);
+      idle_[best] = std::move(idle_.back());
+      idle_.pop_back();
+      idleBytes_ -= out.capacity();
+    }
+    out.clear();
+    const std::uint8_t* before = out.data();
+    out.reserve(roundUp(capacity));
+    if (out.data() != before) adviseHugePages(out);
+    return out;
+  }
+
+  // Hands a buffer back; its contents are dropped.
+  void give(Bytes buffer) {
+    const std::size_t c = buffer.capacity();
+    if (c == 0 || idleBytes_ + c > maxIdleBytes_) return;
+    idleBytes_ += c;
+    idle_.push_back(std::move(buffer));
+  }
+
+  std::size_t idleBytes() const { return idleBytes_; }
+  std::size_t idleBuffers() const { return idle_.size(); }
+
+ private:
+  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+  // Sizes that differ by a frame (segments close at the first frame boundary past the target)
+  // share a buffer: large requests are rounded up to whole 2 MiB pages.
+  static std::size_t roundUp(std::size_t n) {
+    return n < kHugePage ? n : (n + kHugePage - 1) / kHugePage * kHugePage;
+  }
+
+  // Asks for transparent huge pages over the buffer's aligned interior (where the system
+  // leaves it to madvise): one fault per 2 MiB instead of 512, and fewer TLB misses in the
+  // copies and hashes over it. Advice only; an error changes nothing.
+  static void adviseHugePages(Bytes& buffer) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(buffer.data());
+    const std::uintptr_t first = (begin + kHugePage - 1) / kHugePage * kHugePage;
+    const std::uintptr_t last = (begin + buffer.capacity()) / kHugePage * kHugePage;
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+
+  std::size_t maxIdleBytes_;
+  std::size_t idleBytes_ = 0;
+  std::vector<Bytes> idle_;
+};
+
+}  // namespace cairn
