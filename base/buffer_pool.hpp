@@ -14,6 +14,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -25,22 +26,22 @@ namespace cairn {
 
 class BufferPool {
  public:
-  // Keeps at most `maxIdleBytes` of capacity in idle buffers; a buffer handed back beyond
-  // that is freed.
-  explicit BufferPool(std::size_t maxIdleBytes) : maxIdleBytes_(maxIdleBytes) {}
+  // Holds at most `maxBytes` of capacity in all, buffers lent and idle: a buffer handed back
+  // beyond that is freed, and idle ones are freed to make room for a new one. (Lent buffers
+  // alone may exceed it only by what their callers asked for: a lent buffer is at most one
+  // rounding step, 2 MiB, larger than its request.)
+  explicit BufferPool(std::size_t maxBytes) : maxBytes_(maxBytes) {}
 
-  // An empty buffer with room for at least `capacity` bytes: the idle buffer that fits best,
-  // or a new one. Its pages are mapped if it was used before.
+  // An empty buffer with room for at least `capacity` bytes: the smallest idle one that fits
+  // within a rounding step (its pages are mapped already), or a new one.
   Bytes take(std::size_t capacity) {
+    const std::size_t want = roundUp(capacity);
     std::size_t best = idle_.size();
     for (std::size_t i = 0; i < idle_.size(); ++i) {
       const std::size_t c = idle_[i].capacity();
-      if (c >= capacity && (best == idle_.size() || c < idle_[best].capacity())) best = i;
-    }
-    // None fits: grow the largest (the others stay for smaller requests).
-    if (best == idle_.size()) {
-      for (std::size_t i = 0; i < idle_.size(); ++i) {
-        if (best == idle_.size() || idle_[i].capacity() > idle_[best].capacity()) best = i;
+      if (c >= want && c - want <= kHugePage &&
+          (best == idle_.size() || c < idle_[best].capacity())) {
+        best = i;
       }
     }
     Bytes out;
@@ -49,18 +50,22 @@ class BufferPool {
       idle_[best] = std::move(idle_.back());
       idle_.pop_back();
       idleBytes_ -= out.capacity();
+      out.clear();
+    } else {
+      // Room for the new buffer: idle ones that do not fit go first, the largest first.
+      while (!idle_.empty() && idleBytes_ + lentBytes_ + want > maxBytes_) dropLargestIdle();
+      out.reserve(want);
+      adviseHugePages(out);
     }
-    out.clear();
-    const std::uint8_t* before = out.data();
-    out.reserve(roundUp(capacity));
-    if (out.data() != before) adviseHugePages(out);
+    lentBytes_ += out.capacity();
     return out;
   }
 
-  // Hands a buffer back; its contents are dropped.
+  // Hands a buffer back (it may have grown while lent); its contents are dropped.
   void give(Bytes buffer) {
     const std::size_t c = buffer.capacity();
-    if (c == 0 || idleBytes_ + c > maxIdleBytes_) return;
+    lentBytes_ -= std::min(lentBytes_, c);
+    if (c == 0 || idleBytes_ + lentBytes_ + c > maxBytes_) return;
     idleBytes_ += c;
     idle_.push_back(std::move(buffer));
   }
@@ -77,6 +82,16 @@ class BufferPool {
     return n < kHugePage ? n : (n + kHugePage - 1) / kHugePage * kHugePage;
   }
 
+  void dropLargestIdle() {
+    std::size_t largest = 0;
+    for (std::size_t i = 1; i < idle_.size(); ++i) {
+      if (idle_[i].capacity() > idle_[largest].capacity()) largest = i;
+    }
+    idleBytes_ -= idle_[largest].capacity();
+    idle_[largest] = std::move(idle_.back());
+    idle_.pop_back();
+  }
+
   // Asks for transparent huge pages over the buffer's aligned interior (where the system
   // leaves it to madvise): one fault per 2 MiB instead of 512, and fewer TLB misses in the
   // copies and hashes over it. Advice only; an error changes nothing.
@@ -87,8 +102,9 @@ class BufferPool {
     if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
   }
 
-  std::size_t maxIdleBytes_;
+  std::size_t maxBytes_;
   std::size_t idleBytes_ = 0;
+  std::size_t lentBytes_ = 0;
   std::vector<Bytes> idle_;
 };
 

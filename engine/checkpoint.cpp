@@ -195,13 +195,18 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   Signal finished;
   auto executor = co_await asio::this_coro::executor;
   // The prefix hash is read from the journal while the segments upload (its reads and hashing
-  // overlap the network instead of following it).
+  // overlap the network instead of following it). Every path below waits for it, a failure
+  // too, before this frame goes away; an exception (the hash's) becomes this one's error.
   std::optional<Res<Prefix>> prefix;
   Signal prefixDone;
   asio::co_spawn(
       executor,
       [&]() -> asio::awaitable<void> {
-        prefix.emplace(co_await journal.prefix(cutoff, limits::kMaxPrefixBytes));
+        try {
+          prefix.emplace(co_await journal.prefix(cutoff, limits::kMaxPrefixBytes));
+        } catch (const std::exception& e) {
+          prefix.emplace(err(Errc::io, std::string("hashing the journal prefix: ") + e.what()));
+        }
         prefixDone.notify();
       },
       asio::detached);

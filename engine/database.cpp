@@ -1,5 +1,7 @@
 #include "engine/database.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/this_coro.hpp>
 
 #include "engine/store/object_store.hpp"
@@ -63,8 +65,9 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::open(io::Uring& uring,
 asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
                                             const std::filesystem::path& dir,
                                             DatabaseOptions options) {
-  db.limits_.bytes = InFlightLimit(options.inflightBytes);
-  db.limits_.requests = InFlightLimit(options.inflightRequests);
+  // At least one byte and one request: a limit of 0 would admit everything.
+  db.limits_.bytes = InFlightLimit(std::max<std::uint64_t>(options.inflightBytes, 1));
+  db.limits_.requests = InFlightLimit(std::max<std::uint64_t>(options.inflightRequests, 1));
   auto state = co_await loadPublisherState(uring, dir);
   if (!state) co_return Failure<Error>{state.error()};
   if (!*state) co_return Res<void>{};  // journal-only

@@ -75,8 +75,9 @@ struct Journal::Impl {
   };
   std::deque<RoomWaiter> roomWaiters;  // appenders waiting, in arrival order
   std::uint64_t reserved = 0;          // room promised to admitted waiters not yet resumed
-  // Chunk buffers of finished reads, for the next ones (loop thread only). Allocated per read,
-  // 1 MiB buffers fragmented the heap: a checkpoint's peak RSS grew with the journal.
+  // Chunk buffers of finished reads, for the next ones (loop thread only; at most
+  // kMaxSpareReadBytes, held for the journal's life). Allocated per read, 1 MiB buffers
+  // fragmented the heap: a checkpoint's peak RSS grew with the journal.
   std::vector<AlignedBuffer> spareChunks;
 
   // Admits waiters in order while the pending batch has room for them (always the first when
@@ -280,22 +281,30 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
     direct = io::pagesCached(impl_->file.fd(), nextOffset, length) != true;
   }
   slot.offset = nextOffset;
-  // A direct read ends on an alignment boundary (or at `end`), so every read after the first
-  // starts aligned.
+  // A direct read ends on an alignment boundary (or at `end`); a read that starts unaligned
+  // (the first, or one after a chunk read from the page cache) covers the window from the
+  // block holding its first byte, `skip` bytes before it.
   std::uint64_t stop = direct ? std::min(end, alignDown(nextOffset) + chunk)
                               : std::min<std::uint64_t>(end, nextOffset + chunk);
   slot.length = static_cast<std::size_t>(stop - nextOffset);
   slot.skip = direct ? static_cast<std::size_t>(nextOffset - alignDown(nextOffset)) : 0;
   std::size_t need =
       direct ? static_cast<std::size_t>(alignUp(stop) - alignDown(nextOffset)) : slot.length;
-  if (slot.capacity < need) {  // need <= chunk: every buffer holds one chunk
-    if (impl_->spareChunks.empty()) {
-      slot.buffer = allocateAligned(chunk);
+  if (slot.capacity < need) {
+    // need <= chunk. A read of more than half a chunk (a range's middle) takes a whole-chunk
+    // buffer, recycled afterwards; a smaller one (a record, a range's ends) its own.
+    if (need <= chunk / 2) {
+      slot.buffer = allocateAligned(need);
+      slot.capacity = need;
     } else {
-      slot.buffer = std::move(impl_->spareChunks.back());
-      impl_->spareChunks.pop_back();
+      if (impl_->spareChunks.empty()) {
+        slot.buffer = allocateAligned(chunk);
+      } else {
+        slot.buffer = std::move(impl_->spareChunks.back());
+        impl_->spareChunks.pop_back();
+      }
+      slot.capacity = chunk;
     }
-    slot.capacity = chunk;
   }
   slot.result.reset();
   slot.done.reset();
@@ -351,7 +360,7 @@ asio::awaitable<Res<void>> Journal::readRangeAsync(
 void Journal::recycle(std::vector<ReadSlot>& slots) {
   for (ReadSlot& slot : slots) {
     if (slot.buffer && slot.capacity == readChunk() &&
-        impl_->spareChunks.size() < kMaxSpareReadChunks) {
+        (impl_->spareChunks.size() + 1) * readChunk() <= kMaxSpareReadBytes) {
       impl_->spareChunks.push_back(std::move(slot.buffer));
     }
   }

@@ -115,9 +115,9 @@ class Journal {
   std::size_t readChunk() const;
   bool readsDirectly(std::uint64_t start, std::uint64_t end) const;
   // Keeps the chunk buffers of finished reads for the next reads (at most
-  // kMaxSpareReadChunks).
+  // kMaxSpareReadBytes: the reads of 8 concurrent ranges at the default depth and chunk).
   void recycle(std::vector<ReadSlot>& slots);
-  static constexpr std::size_t kMaxSpareReadChunks = 32;
+  static constexpr std::size_t kMaxSpareReadBytes = std::size_t{32} << 20;
   void startRead(const boost::asio::any_io_executor& executor, ReadSlot& slot,
                  std::uint64_t& nextOffset, std::uint64_t end, bool direct,
                  std::function<void()> onDone);

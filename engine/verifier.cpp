@@ -151,9 +151,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   // while its object is in memory): equal bytes have the rebuilt prefix hash, which is
   // checked against the manifest below, so the journal is not hashed a third time.
   if (journal && options.deep) {
-    if (journal->lineage() != m.lineage || journal->header().bytes != m.journalHeader) {
+    if (journal->lineage() != m.lineage) {
       co_return Failure<Error>{
           Error{Errc::diverged, "the checkpoint's lineage is not the journal's", manifestKey}};
+    }
+    if (journal->header().bytes != m.journalHeader) {  // the bytes the lineage hashes
+      co_return Failure<Error>{Error{
+          Errc::diverged, "the checkpoint's journal header is not the journal's", manifestKey}};
     }
     if (m.prefix.sequence > journal->endSequence()) {
       co_return Failure<Error>{

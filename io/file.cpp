@@ -176,7 +176,7 @@ std::optional<bool> pagesCached(int fd, std::uint64_t offset, std::uint64_t leng
   struct Stat {
     std::uint64_t cache, dirty, writeback, evicted, recentlyEvicted;
   };
-  constexpr long kCachestat = 451;  // the same number on every architecture
+  constexpr long kCachestat = 451;  // x86_64, arm64 and the other asm-generic architectures
   static const auto kPage = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   if (length == 0) return true;
   Range range{offset, length};

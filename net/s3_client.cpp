@@ -233,7 +233,7 @@ struct S3Client::Impl {
                                           std::string payloadHash, std::size_t maxBody,
                                           bool idempotent, unsigned maxAttempts = 0,
                                           std::chrono::milliseconds timeout = {},
-                                          Bytes responseStorage = {}) {
+                                          Bytes* responseStorage = nullptr) {
     SigV4Request toSign;
     toSign.method = method;
     toSign.path = rawPath;
@@ -257,7 +257,7 @@ struct S3Client::Impl {
     request.idempotent = idempotent;
     request.maxAttempts = maxAttempts;
     request.timeout = timeout;
-    request.responseStorage = std::move(responseStorage);
+    if (responseStorage != nullptr) request.responseStorage = std::move(*responseStorage);
     co_return co_await http.request(endpoint, std::move(request));
   }
 
@@ -386,6 +386,11 @@ Result<std::unique_ptr<S3Client>, std::string> S3Client::create(
 
 S3Client::~S3Client() = default;
 
+boost::asio::awaitable<S3Object> S3Client::get(std::string key, std::size_t maxBytes) {
+  Bytes fresh;  // a named local: GCC 12 mishandles non-trivial temporaries in co_await
+  co_return co_await get(std::move(key), maxBytes, std::move(fresh));
+}
+
 boost::asio::awaitable<S3Object> S3Client::get(std::string key, std::size_t maxBytes,
                                                Bytes storage) {
   auto impl = impl_;
@@ -396,9 +401,9 @@ boost::asio::awaitable<S3Object> S3Client::get(std::string key, std::size_t maxB
     object.outcome = impl->invalidKey(what);
     co_return object;
   }
-  auto result = co_await impl->send("GET", impl->objectPath(*full), {}, {}, {},
-                                    std::string(kEmptyPayloadSha256), maxBytes, true, 0, {},
-                                    std::move(storage));
+  auto result =
+      co_await impl->send("GET", impl->objectPath(*full), {}, {}, {},
+                          std::string(kEmptyPayloadSha256), maxBytes, true, 0, {}, &storage);
   object.outcome = impl->classify(result, Op::get, what);
   if (!object.outcome.ok()) co_return object;
   HttpResponse& response = result.value();

@@ -141,9 +141,10 @@ class S3Client {
   S3Client& operator=(const S3Client&) = delete;
 
   // The object's bytes (at most maxBytes, else failure before they are buffered) and the
-  // strong ETag of that same response. The body is read into `storage`'s memory when it has
-  // room (HttpRequest::responseStorage).
-  boost::asio::awaitable<S3Object> get(std::string key, std::size_t maxBytes, Bytes storage = {});
+  // strong ETag of that same response. With `storage`, the body is read into its memory when
+  // it has room (HttpRequest::responseStorage).
+  boost::asio::awaitable<S3Object> get(std::string key, std::size_t maxBytes);
+  boost::asio::awaitable<S3Object> get(std::string key, std::size_t maxBytes, Bytes storage);
   // ETag and size.
   boost::asio::awaitable<S3Object> head(std::string key);
   // The ETag of the new object on ok.

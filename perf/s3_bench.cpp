@@ -7,7 +7,7 @@
 //   download  GETs the same keys the same way, each into a body buffer reused from an earlier
 //             GET (base/buffer_pool.hpp); each body is checked for its size and, with
 //             --out-dir, written to <out-dir>/obj-NNNN (as rclone copy does; whole 4 KiB blocks
-//             with O_DIRECT, see writeFile).
+//             with O_DIRECT, see writeFile) while the coroutine's next object downloads.
 //   delete    removes the same keys (not timed for the comparison; cleanup).
 //   write     no network: writes --objects random bodies of --size bytes to <out-dir>/obj-NNNN
 //             exactly as download --out-dir does, so its CPU per GiB is what the file system
@@ -25,6 +25,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cctype>
 #include <chrono>
@@ -38,6 +39,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,7 @@ namespace {
 
 using namespace cairn;
 namespace asio = boost::asio;
+using namespace boost::asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::uint64_t kMaxObjectBytes = std::uint64_t{5} << 30;  // S3's single-PUT limit
@@ -195,6 +198,8 @@ asio::awaitable<bool> writeObject(Run& run, unsigned i, ByteView body) {
 
 asio::awaitable<void> worker(Run& run) {
   const Options& opt = *run.opt;
+  Bytes unwritten;  // download --out-dir: the last body, not yet written
+  unsigned unwrittenIndex = 0;
   while (run.next < opt.objects) {
     const unsigned i = run.next++;
     // Arguments are named locals, not temporaries inside co_await: GCC 12 mishandles
@@ -211,8 +216,17 @@ asio::awaitable<void> worker(Run& run) {
       }
     } else if (opt.mode == "download") {
       Bytes storage = run.buffers.take(run.objectBytes);
-      net::S3Object r =
-          co_await run.client->get(std::move(key), run.objectBytes, std::move(storage));
+      net::S3Object r;
+      if (unwritten.empty()) {
+        r = co_await run.client->get(std::move(key), run.objectBytes, std::move(storage));
+      } else {
+        // The previous object is written while this one downloads (rclone's writes return
+        // once in the page cache; these go to the disk).
+        std::tie(r, std::ignore) =
+            co_await (run.client->get(std::move(key), run.objectBytes, std::move(storage)) &&
+                      writeObject(run, unwrittenIndex, unwritten));
+        run.buffers.give(std::exchange(unwritten, Bytes{}));
+      }
       if (!r.outcome.ok()) {
         run.noteFailure(i, r.outcome);
       } else if (r.body.size() != run.objectBytes) {
@@ -221,7 +235,10 @@ asio::awaitable<void> worker(Run& run) {
         run.noteFailure(i, o);
       } else {
         run.bytes += r.body.size();
-        if (!opt.outDir.empty()) co_await writeObject(run, i, r.body);
+        if (!opt.outDir.empty()) {
+          unwritten = std::move(r.body);
+          unwrittenIndex = i;
+        }
       }
       run.buffers.give(std::move(r.body));
     } else if (opt.mode == "write") {
@@ -232,6 +249,7 @@ asio::awaitable<void> worker(Run& run) {
     }
     ++run.done;
   }
+  if (!unwritten.empty()) co_await writeObject(run, unwrittenIndex, unwritten);
 }
 
 bool loadPayloads(Run& run) {

@@ -14,6 +14,7 @@
 
 #include "base/sha256.hpp"
 #include "engine/journal.hpp"
+#include "io/file.hpp"
 #include "io/uring.hpp"
 #include "tests/io/io_test_support.hpp"
 
@@ -229,13 +230,31 @@ TEST_CASE("journal: direct and buffered reads give the same prefixes and ranges"
   INFO("direct reads: " << direct);
   j.reset();
 
-  // Direct reads always, direct reads except for chunks already in the page cache (the
-  // default; here every chunk is), and buffered reads.
-  for (auto [useDirect, fromCache] : {std::pair{true, false}, {true, true}, {false, false}}) {
+  // Direct reads always; direct reads except for chunks already in the page cache (the
+  // default), first with every chunk cached, then with every other 8 KiB dropped from the
+  // cache so that cached and direct chunks alternate (a direct read then follows an
+  // unaligned buffered one); and buffered reads.
+  struct Mode {
+    bool direct, fromCache, evictHalf;
+  };
+  for (auto m : {Mode{true, false, false}, Mode{true, true, false}, Mode{true, true, true},
+                 Mode{false, false, false}}) {
     JournalOptions o = opts;
-    o.directReads = useDirect;
-    o.cachedChunksFromCache = fromCache;
-    INFO("direct: " << useDirect << ", cached chunks from the cache: " << fromCache);
+    o.directReads = m.direct;
+    o.cachedChunksFromCache = m.fromCache;
+    INFO("direct: " << m.direct << ", cached chunks from the cache: " << m.fromCache
+                    << ", half evicted: " << m.evictHalf);
+    const bool useDirect = m.direct;
+    if (m.evictHalf) {
+      int fd = ::open(f.file().c_str(), O_RDONLY | O_CLOEXEC);
+      REQUIRE(fd >= 0);
+      REQUIRE(::fdatasync(fd) == 0);  // clean pages can be dropped
+      for (std::uint64_t at = 0; at < file.size(); at += 16384) {
+        REQUIRE(::posix_fadvise(fd, static_cast<off_t>(at), 8192, POSIX_FADV_DONTNEED) == 0);
+      }
+      CHECK(io::pagesCached(fd, 0, file.size()) == false);
+      ::close(fd);
+    }
     auto opened = f.open(o);
     REQUIRE(opened.ok());
     auto& jj = **opened;

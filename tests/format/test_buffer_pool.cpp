@@ -1,14 +1,18 @@
-// BufferPool (base/buffer_pool.hpp): buffers come back with their memory, empty, and the
-// idle ones never exceed the bound.
+// BufferPool (base/buffer_pool.hpp): buffers come back with their memory, empty; only close
+// fits are lent; the pool never holds more than its bound.
 #include <catch2/catch.hpp>
 
 #include "base/buffer_pool.hpp"
 
 using namespace cairn;
 
+namespace {
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+}
+
 TEST_CASE("buffer pool: a buffer handed back is taken again, empty, with its memory",
           "[format][buffers]") {
-  BufferPool pool(1 << 20);
+  BufferPool pool(64 * kMiB);
   Bytes first = pool.take(1000);
   CHECK(first.empty());
   CHECK(first.capacity() >= 1000);
@@ -23,32 +27,44 @@ TEST_CASE("buffer pool: a buffer handed back is taken again, empty, with its mem
   CHECK(pool.idleBytes() == 0);
 }
 
-TEST_CASE("buffer pool: the smallest buffer that fits is taken; none fits, the largest grows",
+TEST_CASE("buffer pool: segment sizes share buffers; a much larger buffer is not lent",
           "[format][buffers]") {
-  BufferPool pool(1 << 20);
-  Bytes small = pool.take(100), large = pool.take(10000);
-  const std::uint8_t* smallMemory = small.data();
-  pool.give(std::move(large));
-  pool.give(std::move(small));
-  Bytes fits = pool.take(50);
-  CHECK(fits.data() == smallMemory);
-  pool.give(std::move(fits));
-  Bytes bigger = pool.take(20000);
-  CHECK(bigger.capacity() >= 20000);
-  CHECK(pool.idleBuffers() == 1);  // the 10,000-byte buffer grew; the small one stays
-  Bytes left = pool.take(1);
-  CHECK(left.data() == smallMemory);
+  BufferPool pool(256 * kMiB);
+  // Segments close at the first frame past the target: 32 MiB plus a little, rounded to 34.
+  Bytes a = pool.take(32 * kMiB + 76 + 4000);
+  CHECK(a.capacity() == 34 * kMiB);
+  const std::uint8_t* aMemory = a.data();
+  pool.give(std::move(a));
+  Bytes b = pool.take(32 * kMiB + 76);
+  CHECK(b.data() == aMemory);
+  pool.give(std::move(b));
+  // A small request does not take the 34 MiB buffer: it gets its own.
+  Bytes small = pool.take(kMiB);
+  CHECK(small.capacity() == kMiB);
+  CHECK(pool.idleBuffers() == 1);
+  // Of two that fit, the smaller is lent.
+  Bytes c = pool.take(33 * kMiB);  // 34 MiB: the idle one
+  CHECK(c.data() == aMemory);
+  Bytes d = pool.take(35 * kMiB);  // 36 MiB, new
+  pool.give(std::move(d));
+  pool.give(std::move(c));
+  CHECK(pool.take(33 * kMiB).data() == aMemory);
 }
 
-TEST_CASE("buffer pool: idle capacity stays within the bound", "[format][buffers]") {
+TEST_CASE("buffer pool: buffers lent and idle stay within the bound", "[format][buffers]") {
   BufferPool pool(25000);
-  Bytes a = pool.take(10000), b = pool.take(10000), c = pool.take(10000);
-  pool.give(std::move(a));
-  pool.give(std::move(b));
+  Bytes a = pool.take(10000), b = pool.take(10000), c = pool.take(10000);  // 30,000 lent
+  pool.give(std::move(a));  // 20,000 lent + 10,000 idle would exceed 25,000: freed
+  CHECK(pool.idleBuffers() == 0);
+  pool.give(std::move(b));  // 10,000 lent + 10,000 idle
+  CHECK(pool.idleBuffers() == 1);
+  pool.give(std::move(c));  // 20,000 idle
   CHECK(pool.idleBuffers() == 2);
-  pool.give(std::move(c));  // over the bound: freed, not kept
-  CHECK(pool.idleBuffers() == 2);
-  CHECK(pool.idleBytes() <= 25000);
+  CHECK(pool.idleBytes() == 20000);
+  // A new buffer that does not fit the bound with the idle ones frees idle ones first.
+  Bytes big = pool.take(20000);
+  CHECK(big.capacity() >= 20000);
+  CHECK(pool.idleBytes() + big.capacity() <= 25000);
   pool.give(Bytes{});  // nothing to keep
-  CHECK(pool.idleBuffers() == 2);
+  CHECK(pool.idleBytes() <= 5000);
 }

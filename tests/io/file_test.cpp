@@ -171,11 +171,16 @@ TEST_CASE("pagesCached: a file just written is in the page cache; dropped, it is
   writeWholeFile(path, pattern(1 << 20, 7));
   auto file = File::open(path, O_RDONLY | O_CLOEXEC);
   REQUIRE(file.ok());
-  // This kernel has cachestat(2) (Linux 6.5 or later; CI runs on the same one).
   auto all = cairn::io::pagesCached(file->fd(), 0, 1 << 20);
-  REQUIRE(all.has_value());
+  if (!all) {
+    // A kernel before Linux 6.5 (Debian 12's own 6.1): nothing can be known, and the journal
+    // then reads every large range directly. CI's kernel has cachestat(2).
+    WARN("cachestat(2) is not available: pagesCached always says it cannot tell");
+    CHECK_FALSE(cairn::io::pagesCached(file->fd(), 0, 4096).has_value());
+    return;
+  }
   CHECK(*all);
-  CHECK(cairn::io::pagesCached(file->fd(), 4095, 10'000) == true);  // unaligned, two pages
+  CHECK(cairn::io::pagesCached(file->fd(), 4095, 10'000) == true);  // unaligned: pages 0..3
   CHECK(cairn::io::pagesCached(file->fd(), 0, 0) == true);
   REQUIRE(::fdatasync(file->fd()) == 0);  // clean pages can be dropped
   REQUIRE(::posix_fadvise(file->fd(), 0, 0, POSIX_FADV_DONTNEED) == 0);
