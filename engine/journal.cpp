@@ -38,21 +38,11 @@ struct Batch {
   bool empty() const { return ends.empty(); }
 };
 
-// O_DIRECT reads need file offsets, lengths and buffers aligned to the device's logical block;
-// 4,096 covers 512-byte and 4 KiB devices.
-constexpr std::uint64_t kDirectAlign = 4096;
+using io::AlignedBuffer;
+using io::allocateAligned;
+constexpr std::uint64_t kDirectAlign = io::kDirectAlign;
 constexpr std::uint64_t alignDown(std::uint64_t v) { return v & ~(kDirectAlign - 1); }
 constexpr std::uint64_t alignUp(std::uint64_t v) { return alignDown(v + kDirectAlign - 1); }
-
-struct AlignedDelete {
-  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{kDirectAlign}); }
-};
-using AlignedBuffer = std::unique_ptr<std::uint8_t[], AlignedDelete>;
-
-AlignedBuffer allocateAligned(std::size_t bytes) {
-  return AlignedBuffer(
-      static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{kDirectAlign})));
-}
 
 }  // namespace
 

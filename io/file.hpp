@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 
@@ -67,6 +69,18 @@ class File {
  private:
   int fd_ = -1;
 };
+
+// O_DIRECT needs file offsets, lengths and buffers aligned to the device's logical block;
+// 4,096 covers 512-byte and 4 KiB devices. An aligned buffer, not zero-filled:
+inline constexpr std::size_t kDirectAlign = 4096;
+struct AlignedDelete {
+  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{kDirectAlign}); }
+};
+using AlignedBuffer = std::unique_ptr<std::uint8_t[], AlignedDelete>;
+inline AlignedBuffer allocateAligned(std::size_t bytes) {
+  return AlignedBuffer(
+      static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{kDirectAlign})));
+}
 
 // Whether every page of the file's bytes [offset, offset + length) is in the page cache
 // (cachestat(2), Linux 6.5); nullopt where the kernel cannot tell. Does not block on I/O.

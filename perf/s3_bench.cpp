@@ -121,10 +121,7 @@ struct Options {
   std::uint64_t seed = 1;
 };
 
-struct AlignedFree {
-  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{4096}); }
-};
-using Stage = std::unique_ptr<std::uint8_t[], AlignedFree>;
+using Stage = io::AlignedBuffer;
 
 struct Run {
   const Options* opt = nullptr;
@@ -160,12 +157,12 @@ struct Run {
 // the unaligned tail, if any, through the page cache.
 asio::awaitable<bool> writeFile(io::Uring& uring, std::vector<Stage>& stages,
                                 std::size_t stageBytes, const std::string& path, ByteView body) {
-  const std::size_t whole = body.size() / 4096 * 4096;
+  const std::size_t whole = body.size() / io::kDirectAlign * io::kDirectAlign;
   std::size_t written = 0;
   if (whole > 0 && body.size() <= stageBytes) {
     Stage stage;
     if (stages.empty()) {
-      stage.reset(static_cast<std::uint8_t*>(::operator new[](stageBytes, std::align_val_t{4096})));
+      stage = io::allocateAligned(stageBytes);
       ::madvise(stage.get(), stageBytes, MADV_HUGEPAGE);
     } else {
       stage = std::move(stages.back());
