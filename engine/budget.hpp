@@ -2,6 +2,7 @@
 // shared by all work in one engine.
 #pragma once
 
+#include <algorithm>
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <deque>
@@ -83,6 +84,17 @@ class InFlightLimit {
 // client keeps connections.
 inline constexpr std::uint64_t kDefaultInFlightBytes = std::uint64_t{256} << 20;
 inline constexpr std::uint64_t kDefaultInFlightRequests = 16;
+
+// How many of an operation's transfers of about `itemBytes` each to run at once when `held`
+// bytes may be in flight: half of the items that fit, rounded up (at least 1). The other half
+// is being prepared (read and hashed before an upload, checked after a download) meanwhile.
+// Transfers that share the network progress together and end together: with every held
+// buffer transferring, the network idled while the next batch was prepared (docs/decisions.md,
+// "Transfers use half the byte limit").
+inline std::uint64_t transfersAtOnce(std::uint64_t held, std::uint64_t itemBytes) {
+  const std::uint64_t fit = held / std::max<std::uint64_t>(1, itemBytes);
+  return std::max<std::uint64_t>(1, (fit + 1) / 2);
+}
 
 // The limits shared by everything running in one engine.
 struct EngineLimits {

@@ -95,28 +95,32 @@ asio::awaitable<Res<Installed>> installImmutable(ObjectStore& store, const std::
   }
 }
 
-// Reads one segment's journal range, builds the object in a buffer from `buffers`, and
-// installs it create-if-absent.
-asio::awaitable<Res<Installed>> installSegment(Journal& journal, ObjectStore& store, const Uuid& ns,
-                                               const Digest& lineage, ManifestSegment& seg,
-                                               const CheckpointOptions& options,
-                                               BufferPool& buffers) {
+// Reads one segment's journal range into a buffer from `buffers`, behind its header.
+asio::awaitable<Res<Bytes>> readSegment(Journal& journal, const Digest& lineage,
+                                        const ManifestSegment& seg, BufferPool& buffers) {
   SegmentHeader h{lineage, seg.firstSequence, seg.count, seg.journalStart, seg.journalEnd};
   auto header = encodeSegmentHeader(h);
   if (!header) co_return Failure<Error>{header.error()};
   Bytes object = buffers.take(seg.objectLength);
-  struct GiveBack {
-    BufferPool& pool;
-    Bytes& buffer;
-    ~GiveBack() { pool.give(std::move(buffer)); }
-  } giveBack{buffers, object};
   object.insert(object.end(), header->begin(), header->end());
   auto read = co_await journal.readRange(seg.journalStart, seg.journalEnd,
                                          [&](ByteView chunk) -> Res<void> {
                                            object.insert(object.end(), chunk.begin(), chunk.end());
                                            return {};
                                          });
-  if (!read) co_return Failure<Error>{read.error()};
+  if (!read) {
+    buffers.give(std::move(object));
+    co_return Failure<Error>{read.error()};
+  }
+  co_return object;
+}
+
+// Checks a segment built by readSegment, names it by its SHA-256 and installs it
+// create-if-absent, once `uploads` and the engine's request limit let it send.
+asio::awaitable<Res<Installed>> installSegment(ObjectStore& store, const Uuid& ns,
+                                               ManifestSegment& seg, ByteView object,
+                                               InFlightLimit& uploads, EngineLimits& limits,
+                                               const CheckpointOptions& options) {
   // The journal was checked frame by frame when it was opened and every append since was
   // written by us; check the body again anyway, so a damaged page never becomes a segment.
   std::optional<Res<SegmentHeader>> checked;
@@ -130,6 +134,8 @@ asio::awaitable<Res<Installed>> installSegment(Journal& journal, ObjectStore& st
                                     std::to_string(seg.journalEnd) +
                                     ") does not form valid frames: " + decoded.error().message);
   }
+  auto upload = co_await uploads.acquire(1);
+  auto request = co_await limits.requests.acquire(1);
   co_return co_await installImmutable(store, keys::segment(ns, seg.objectSha256), object,
                                       seg.objectSha256, options);
 }
@@ -211,8 +217,13 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
       },
       asio::detached);
   // Segment bodies are built in buffers reused from segment to segment (no fresh pages after
-  // the first few); at most what the byte limit lets run at once stays idle.
+  // the first few); at most what the byte limit lets run at once stays idle. They are read
+  // one after another, in order, so the first upload starts as soon as one segment is read;
+  // uploads run at most `uploads` at once while the next segments are read and hashed into
+  // the rest of the byte limit.
   BufferPool buffers(limits.bytes.capacity());
+  InFlightLimit uploads(transfersAtOnce(limits.bytes.capacity(),
+                                        options.segmentTargetBytes + limits::kSegmentHeaderBytes));
   for (ManifestSegment& seg : fresh) {
     if (failure) break;
     if (auto ok = budget.reserve(seg.objectLength, seg.count, 1,
@@ -222,15 +233,19 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
       break;
     }
     auto bytesPermit = co_await limits.bytes.acquire(seg.objectLength);
-    auto requestPermit = co_await limits.requests.acquire(1);
     if (failure) break;
+    auto object = co_await readSegment(journal, journal.lineage(), seg, buffers);
+    if (!object) {
+      if (!failure) failure = object.error();
+      break;
+    }
     ++running;
     asio::co_spawn(
         executor,
-        [&, &seg = seg, b = std::move(bytesPermit),
-         r = std::move(requestPermit)]() -> asio::awaitable<void> {
-          auto written =
-              co_await installSegment(journal, store, ns, journal.lineage(), seg, options, buffers);
+        [&, &seg = seg, object = std::move(*object),
+         b = std::move(bytesPermit)]() mutable -> asio::awaitable<void> {
+          auto written = co_await installSegment(store, ns, seg, object, uploads, limits, options);
+          buffers.give(std::move(object));
           if (!written) {
             if (!failure) failure = written.error();
           } else if (*written == Installed::written) {

@@ -1,5 +1,6 @@
 #include "engine/verifier.hpp"
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -177,8 +178,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   }
 
   // Segments: fetched concurrently (bounded by the in-flight limits), checked in order, into
-  // buffers reused from segment to segment (no fresh pages after the first few).
+  // buffers reused from segment to segment (no fresh pages after the first few). At most
+  // `downloads` GETs run at once, so that while they do, the segments already fetched are
+  // checked and compared in the rest of the byte limit.
   BufferPool buffers(limits.bytes.capacity());
+  std::uint64_t largest = 0;
+  for (const auto& s : m.segments) largest = std::max(largest, s.objectLength);
+  InFlightLimit downloads(transfersAtOnce(limits.bytes.capacity(), largest));
   std::vector<Fetch> fetches(m.segments.size());
   std::optional<Error> failure;
   std::size_t launched = 0;
@@ -204,9 +210,14 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                 const ManifestSegment& seg = m.segments[i];
                 std::string key = keys::segment(ns, seg.objectSha256);
                 if (options.deep) {
-                  Bytes storage = buffers.take(seg.objectLength);
-                  fetches[i].result.emplace(
-                      co_await store.getInto(key, seg.objectLength, std::move(storage)));
+                  {
+                    // The buffer is taken once the GET may start: fewer buffers, fewer
+                    // fresh pages (docs/decisions.md).
+                    auto download = co_await downloads.acquire(1);
+                    Bytes storage = buffers.take(seg.objectLength);
+                    fetches[i].result.emplace(
+                        co_await store.getInto(key, seg.objectLength, std::move(storage)));
+                  }
                   if (*fetches[i].result) {
                     // Hash and frame checks of different segments run in parallel.
                     const Bytes& bytes = (*fetches[i].result)->bytes;

@@ -15,6 +15,9 @@ For a journal of MIB MiB of RECORD-byte records (default 1 GiB of 4 KiB):
      peer's plain transfer was faster than the bench's, the peer's is the ceiling;
   4. RSS: cairn's peak RSS in both steps, and again for a graph SMALL_MIB MiB large, to show
      it does not grow with the graph (SMALL_MIB should exceed the 256 MiB in flight).
+Every step runs ROUNDS times (default 3), in rounds that run each step once in the same
+order; each ratio is taken within its round, and the result is the median over the rounds
+with its range. Each round checkpoints a fresh copy of the same journal (a new namespace).
 CPU and RSS come from /usr/bin/time around each process (start-up included, for cairn and
 the peers alike); throughput is bytes over the process's wall time. Absolute figures on a
 shared 2-core machine are noise: the ratios measured back to back in one run are the result.
@@ -46,6 +49,9 @@ SEGMENT_MIB = int(os.environ.get("SEGMENT_MIB", "32"))
 TRANSFERS = int(os.environ.get("TRANSFERS", str(max(1, 256 // SEGMENT_MIB))))
 CEILING = int(os.environ.get("CEILING", "32"))
 TIMEOUT = int(os.environ.get("STEP_TIMEOUT", "1800"))
+# Rounds of every measured step, each on a fresh copy of the journal: the result is the median
+# of each ratio over the rounds (one run on a shared 2-core machine varies by 10-20 %).
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
 
 for v in ("S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY"):
     if not os.environ.get(v):
@@ -116,13 +122,9 @@ def make_input(path, mib):
 def database(tmp, mib, tag):
     """A database of `mib` MiB with a store namespace, its journal appended; returns DIR."""
     db = os.path.join(tmp, f"db-{tag}")
-    store = (f"s3://{bucket}/{run_id}/cairn-{tag}?endpoint={endpoint}&region={region}"
-             f"&dialect=rgw")
     src = os.path.join(tmp, f"input-{tag}")
     make_input(src, mib)
-    subprocess.run([cairn, "init", db, "--db-id", f"perf-{tag}", "--store", store,
-                    "--namespace", str(uuid.uuid4())], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
+    init(db, tag)
     with open(src, "rb") as f:
         subprocess.run([cairn, "append", db], stdin=f, check=True, env=env,
                        stdout=subprocess.DEVNULL)
@@ -130,31 +132,55 @@ def database(tmp, mib, tag):
     return db
 
 
+def init(db, tag):
+    """`cairn init` of DIR with its own store prefix and a new namespace."""
+    store = (f"s3://{bucket}/{run_id}/cairn-{tag}?endpoint={endpoint}&region={region}"
+             f"&dialect=rgw")
+    subprocess.run([cairn, "init", db, "--db-id", "perf", "--store", store,
+                    "--namespace", str(uuid.uuid4())], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+def clone(tmp, journal, tag):
+    """A new database holding a copy of `journal` (same bytes, same lineage) with its own
+    store prefix and namespace: each round checkpoints the same journal afresh."""
+    db = os.path.join(tmp, f"db-{tag}")
+    init(db, tag)
+    shutil.copyfile(journal, os.path.join(db, "journal"))
+    subprocess.run(["sync"], check=True)
+    return db
+
+
 def rate(mib, seconds):
     return mib / seconds if seconds > 0 else float("nan")
 
 
+def purge(prefix):
+    subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}/{prefix}"], env=rclone_env,
+                   capture_output=True, timeout=TIMEOUT)
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
 with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
-    results = {}
+    rounds = []
     try:
-        # The graph-size check first (small), then the measured run.
+        # The graph-size check first (small), then the measured rounds.
         small = database(tmp, SMALL_MIB, "small")
         _, _, _, rss_small_up = timed("cairn checkpoint (small)",
                                       [cairn, "checkpoint", small, *SEGMENTS, "--json"])
         _, _, _, rss_small_verify = timed("cairn verify --deep (small)",
                                           [cairn, "verify", small, "--deep", "--json"])
-        subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}/cairn-small"],
-                       env=rclone_env, capture_output=True, timeout=TIMEOUT)
+        purge("cairn-small")
         shutil.rmtree(small)
 
-        db = database(tmp, MIB, "main")
-        journal = os.path.join(db, "journal")
+        base = database(tmp, MIB, "base")
+        journal = os.path.join(base, "journal")
         journal_mib = os.path.getsize(journal) / (1 << 20)
-        subprocess.run(["sync"], check=True)
-        out, wall, cpu, rss = timed("cairn checkpoint",
-                                    [cairn, "checkpoint", db, *SEGMENTS, "--json"])
-        cp = json.loads(out)
-        results["cairn_up"] = (journal_mib, wall, cpu, rss)
 
         # The same bytes as files for rclone and the ceiling: the journal cut like segments.
         files = os.path.join(tmp, "files")
@@ -166,82 +192,121 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
                     g.write(chunk)
                 i += 1
         objects = i
-        subprocess.run(["sync"], check=True)
-        _, wall, cpu, rss = timed("rclone copy (upload)",
-                                  ["rclone", "copy", files, f"{remote}/rclone", *RCLONE_FLAGS],
-                                  environ=rclone_env)
-        results["rclone_up"] = (journal_mib, wall, cpu, rss)
-
-        out, wall, cpu, rss = timed("cairn verify --deep",
-                                    [cairn, "verify", db, "--deep", "--json"])
-        results["cairn_verify"] = (journal_mib, wall, cpu, rss)
-        down = os.path.join(tmp, "down")
-        _, wall, cpu, rss = timed("rclone copy (download)",
-                                  ["rclone", "copy", f"{remote}/rclone", down, *RCLONE_FLAGS],
-                                  environ=rclone_env)
-        results["rclone_down"] = (journal_mib, wall, cpu, rss)
-        shutil.rmtree(down)
+        size = f"{SEGMENT_MIB}MiB"
+        last = os.path.getsize(os.path.join(files, f"obj-{objects - 1:04d}"))
+        full = objects if last == SEGMENT_MIB << 20 else objects - 1
 
         repo = f"s3:{endpoint}/{bucket}/{run_id}/restic"
         subprocess.run(["restic", "-r", repo, "init"], check=True, env=env,
                        capture_output=True, timeout=TIMEOUT)
         subprocess.run(["restic", "-r", repo, "backup", journal], check=True, env=env,
                        capture_output=True, timeout=TIMEOUT)
-        _, wall, cpu, rss = timed("restic check --read-data",
-                                  ["restic", "-r", repo, "check", "--read-data"])
-        results["restic_check"] = (journal_mib, wall, cpu, rss)
 
-        # The server's ceiling on the same files: many parallel plain PUTs and GETs.
-        size = f"{SEGMENT_MIB}MiB"
-        last = os.path.getsize(os.path.join(files, f"obj-{objects - 1:04d}"))
-        full = objects if last == SEGMENT_MIB << 20 else objects - 1
-        # The ceiling is the best of cairn's own concurrency and CEILING connections.
-        for mode in ("upload", "download"):
-            best = None
-            for conc in sorted({TRANSFERS, CEILING}):
-                argv = [bench, mode, "--objects", str(full), "--size", size, "--concurrency",
-                        str(conc), "--prefix", f"{run_id}/ceiling"]
-                if mode == "upload":
-                    argv += ["--source-dir", files]
-                out, _, _, _ = timed(f"ceiling {mode} x{conc}", argv)
-                j = json.loads(out)
-                if best is None or j["mib_per_s"] > best["mib_per_s"]:
-                    best = j
-            results[f"ceiling_{mode}"] = (best["bytes"] / (1 << 20), best["seconds"],
-                                          best["cpu_seconds"], 0)
+        # Each round runs every step once, in the same order, on a copy of the journal with
+        # its own namespace; each ratio is taken within its round.
+        for r in range(ROUNDS):
+            print(f"# round {r + 1} of {ROUNDS}", file=sys.stderr, flush=True)
+            results = {}
+            db = clone(tmp, journal, f"r{r}")
+            out, wall, cpu, rss = timed("cairn checkpoint",
+                                        [cairn, "checkpoint", db, *SEGMENTS, "--json"])
+            cp = json.loads(out)
+            results["cairn_up"] = (journal_mib, wall, cpu, rss)
+            _, wall, cpu, rss = timed("rclone copy (upload)",
+                                      ["rclone", "copy", files, f"{remote}/rclone-r{r}",
+                                       *RCLONE_FLAGS], environ=rclone_env)
+            results["rclone_up"] = (journal_mib, wall, cpu, rss)
+
+            out, wall, cpu, rss = timed("cairn verify --deep",
+                                        [cairn, "verify", db, "--deep", "--json"])
+            results["cairn_verify"] = (journal_mib, wall, cpu, rss)
+            down = os.path.join(tmp, "down")
+            _, wall, cpu, rss = timed("rclone copy (download)",
+                                      ["rclone", "copy", f"{remote}/rclone-r{r}", down,
+                                       *RCLONE_FLAGS], environ=rclone_env)
+            results["rclone_down"] = (journal_mib, wall, cpu, rss)
+            shutil.rmtree(down)
+            _, wall, cpu, rss = timed("restic check --read-data",
+                                      ["restic", "-r", repo, "check", "--read-data"])
+            results["restic_check"] = (journal_mib, wall, cpu, rss)
+
+            # The server's ceiling on the same files: many parallel plain PUTs and GETs, the
+            # best of cairn's own concurrency and CEILING connections.
+            for mode in ("upload", "download"):
+                best = None
+                for conc in sorted({TRANSFERS, CEILING}):
+                    argv = [bench, mode, "--objects", str(full), "--size", size,
+                            "--concurrency", str(conc), "--prefix", f"{run_id}/ceiling-r{r}"]
+                    if mode == "upload":
+                        argv += ["--source-dir", files]
+                    out, _, _, _ = timed(f"ceiling {mode} x{conc}", argv)
+                    j = json.loads(out)
+                    if best is None or j["mib_per_s"] > best["mib_per_s"]:
+                        best = j
+                results[f"ceiling_{mode}"] = (best["bytes"] / (1 << 20), best["seconds"],
+                                              best["cpu_seconds"], 0)
+            rounds.append(results)
+            for prefix in (f"cairn-r{r}", f"rclone-r{r}", f"ceiling-r{r}"):
+                purge(prefix)
+            shutil.rmtree(db)
         shutil.rmtree(files)
     finally:
         subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}"], env=rclone_env,
                        capture_output=True, timeout=TIMEOUT)
 
-    def fastest(keys):
-        """The server's ceiling: the fastest plain transfer of these bytes in this run (the
+    def fastest(results, keys):
+        """The server's ceiling: the fastest plain transfer of these bytes in this round (the
         bench's parallel PUTs or GETs, or a peer's, when a peer got more out of the server)."""
         best = max(keys, key=lambda k: rate(results[k][0], results[k][1]))
         return best, rate(results[best][0], results[best][1])
 
-    def row(label, key, peer, limits):
+    def figures(results, key, peer, limits):
         mib, wall, cpu, rss = results[key]
         pmib, pwall, pcpu, _ = results[peer]
-        who, ceiling = fastest(limits)
+        who, ceiling = fastest(results, limits)
         mine, theirs = rate(mib, wall), rate(pmib, pwall)
-        per = cpu / (mib / 1024)
-        pper = pcpu / (pmib / 1024)
-        print(f"| {label} | {mine:.0f} | {peer.replace('_', ' ')} {theirs:.0f} | "
-              f"{mine / theirs:.2f}x | {mine / ceiling:.0%} of {ceiling:.0f} "
-              f"({who.replace('_', ' ')}) | {per:.1f} | {pper:.1f} | {rss:.0f} |")
+        return {"mine": mine, "theirs": theirs, "ratio": mine / theirs, "ceiling": ceiling,
+                "who": who, "of_ceiling": mine / ceiling, "cpu": cpu / (mib / 1024),
+                "peer_cpu": pcpu / (pmib / 1024), "rss": rss}
+
+    up = ["ceiling_upload", "rclone_up"]
+    down = ["ceiling_download", "rclone_down", "restic_check"]
+    steps = [("upload (checkpoint)", "cairn_up", "rclone_up", up),
+             ("verify --deep", "cairn_verify", "restic_check", down),
+             ("verify --deep", "cairn_verify", "rclone_down", down)]
 
     print(f"\n{journal_mib:.0f} MiB journal of {RECORD}-byte records, {objects} objects of "
           f"{SEGMENT_MIB} MiB, {TRANSFERS} rclone transfers, ceiling with {CEILING} "
-          f"connections; checkpoint wrote {cp.get('objects_written')} objects\n")
-    print("| step | cairn MiB/s | peer MiB/s | cairn/peer | cairn vs server ceiling | "
+          f"connections; checkpoint wrote {cp.get('objects_written')} objects; "
+          f"{ROUNDS} round(s)\n")
+    print("| round | step | cairn MiB/s | peer MiB/s | cairn/peer | cairn vs server ceiling | "
           "cairn CPU s/GiB | peer CPU s/GiB | cairn max RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|")
-    up = ["ceiling_upload", "rclone_up"]
-    down = ["ceiling_download", "rclone_down", "restic_check"]
-    row("upload (checkpoint)", "cairn_up", "rclone_up", up)
-    row("verify --deep", "cairn_verify", "restic_check", down)
-    row("verify --deep", "cairn_verify", "rclone_down", down)
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r, results in enumerate(rounds):
+        for label, key, peer, limits in steps:
+            f = figures(results, key, peer, limits)
+            print(f"| {r + 1} | {label} | {f['mine']:.0f} | {peer.replace('_', ' ')} "
+                  f"{f['theirs']:.0f} | {f['ratio']:.2f}x | {f['of_ceiling']:.0%} of "
+                  f"{f['ceiling']:.0f} ({f['who'].replace('_', ' ')}) | {f['cpu']:.1f} | "
+                  f"{f['peer_cpu']:.1f} | {f['rss']:.0f} |")
+    if len(rounds) > 1:
+        print("\nMedian over the rounds (each ratio taken within its round), with the range:\n")
+        print("| step | cairn/peer | cairn vs server ceiling | cairn CPU s/GiB | "
+              "peer CPU s/GiB |")
+        print("|---|---|---|---|---|")
+        for label, key, peer, limits in steps:
+            fs = [figures(results, key, peer, limits) for results in rounds]
+
+            def span(name, fmt):
+                v = [f[name] for f in fs]
+                return f"{fmt(median(v))} ({fmt(min(v))}-{fmt(max(v))})"
+
+            print(f"| {label} vs {peer.replace('_', ' ')} | "
+                  f"{span('ratio', lambda x: f'{x:.2f}x')} | "
+                  f"{span('of_ceiling', lambda x: f'{x:.0%}')} | "
+                  f"{span('cpu', lambda x: f'{x:.1f}')} | "
+                  f"{span('peer_cpu', lambda x: f'{x:.1f}')} |")
     print(f"\ncairn max RSS for a {SMALL_MIB} MiB graph: checkpoint {rss_small_up:.0f} MiB, "
           f"verify {rss_small_verify:.0f} MiB; for {journal_mib:.0f} MiB: checkpoint "
-          f"{results['cairn_up'][3]:.0f} MiB, verify {results['cairn_verify'][3]:.0f} MiB")
+          f"{max(r['cairn_up'][3] for r in rounds):.0f} MiB, verify "
+          f"{max(r['cairn_verify'][3] for r in rounds):.0f} MiB (the most of any round)")

@@ -4,6 +4,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +63,53 @@ class CountingStore final : public ObjectStore {
 
  private:
   ObjectStore& inner_;
+};
+
+// Forwards to a store, holding every PUT and GET for `delay` first, and counts how many of
+// each are in flight at once.
+class PacedStore final : public ObjectStore {
+ public:
+  PacedStore(ObjectStore& inner, std::chrono::milliseconds delay) : inner_(inner), delay_(delay) {}
+  int puts = 0, peakPuts = 0, gets = 0, peakGets = 0;
+  asio::awaitable<StoreResult<StoredObject>> get(std::string k, std::uint64_t max) override {
+    peakGets = std::max(peakGets, ++gets);
+    co_await pause();
+    auto r = co_await inner_.get(k, max);
+    --gets;
+    co_return r;
+  }
+  asio::awaitable<StoreResult<ObjectInfo>> head(std::string k) override {
+    co_return co_await inner_.head(k);
+  }
+  asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string k, ByteView b) override {
+    peakPuts = std::max(peakPuts, ++puts);
+    co_await pause();
+    auto r = co_await inner_.putIfAbsent(k, b);
+    --puts;
+    co_return r;
+  }
+  asio::awaitable<StoreResult<std::string>> putIfMatch(std::string k, ByteView b,
+                                                       std::string e) override {
+    co_return co_await inner_.putIfMatch(k, b, e);
+  }
+  asio::awaitable<StoreResult<void>> remove(std::string k) override {
+    co_return co_await inner_.remove(k);
+  }
+  asio::awaitable<StoreResult<ListPage>> list(std::string p, std::string c, int m) override {
+    co_return co_await inner_.list(p, c, m);
+  }
+  std::string describe() const override { return inner_.describe(); }
+  asio::awaitable<StoreResult<void>> requireConditionalWrites() override {
+    co_return co_await inner_.requireConditionalWrites();
+  }
+
+ private:
+  asio::awaitable<void> pause() {
+    asio::steady_timer timer(co_await asio::this_coro::executor, delay_);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+  ObjectStore& inner_;
+  std::chrono::milliseconds delay_;
 };
 
 struct Fixture {
@@ -439,4 +489,42 @@ TEST_CASE("checkpoint: in-flight bytes stay within the engine limit", "[checkpoi
   REQUIRE(v.ok());
   CHECK(f.limits.bytes.peakInUse() <= 200 << 10);
   CHECK(f.limits.bytes.inUse() == 0);
+}
+
+TEST_CASE("transfersAtOnce: half of the items the held bytes fit, rounded up, at least one",
+          "[checkpoint]") {
+  CHECK(transfersAtOnce(256 << 20, (32 << 20) + 64) == 4);  // 7 fit
+  CHECK(transfersAtOnce(256 << 20, 32 << 20) == 4);         // 8 fit
+  CHECK(transfersAtOnce(256 << 20, 64 << 20) == 2);
+  CHECK(transfersAtOnce(256 << 20, (64 << 20) + 64) == 2);  // 3 fit
+  CHECK(transfersAtOnce(256 << 20, 8 << 20) == 16);
+  CHECK(transfersAtOnce(32 << 20, 32 << 20) == 1);
+  CHECK(transfersAtOnce(1 << 20, 32 << 20) == 1);  // none fits: one still runs
+}
+
+TEST_CASE(
+    "checkpoint: uploads use half the byte limit while the next segments are read; "
+    "verification downloads likewise",
+    "[checkpoint]") {
+  Fixture f(6000);
+  const std::uint64_t held = 256 << 10;
+  f.limits.bytes = InFlightLimit(held);
+  PacedStore paced(*f.store, std::chrono::milliseconds(20));
+  auto c = f.checkpoint(std::nullopt, 32 << 10, {}, &paced);
+  REQUIRE(c.ok());
+  REQUIRE(c->manifest.segments.size() >= 20);
+  std::uint64_t largest = 0;
+  for (const auto& s : c->manifest.segments) largest = std::max(largest, s.objectLength);
+  const std::uint64_t at = transfersAtOnce(held, largest);
+  REQUIRE(at == 4);  // 7 segments of 32 KiB and a few frames fit
+  CHECK(paced.peakPuts == static_cast<int>(at));
+  // Segments beyond the uploads were read and hashed meanwhile, within the limit.
+  CHECK(f.limits.bytes.peakInUse() > at * largest);
+  CHECK(f.limits.bytes.peakInUse() <= held);
+
+  f.limits.bytes = InFlightLimit(held);
+  auto v = f.verify(*c, true, f.journal.get(), &paced);
+  REQUIRE(v.ok());
+  CHECK(paced.peakGets == static_cast<int>(at));
+  CHECK(f.limits.bytes.peakInUse() <= held);
 }
