@@ -80,8 +80,8 @@ class InFlightLimit {
   std::deque<Waiter> waiters_;
 };
 
-// Defaults of the in-flight limits: 8 segments of 32 MiB, and as many requests as the S3
-// client keeps connections.
+// Defaults of the in-flight limits: 8 segments of 32 MiB (4 of them transferring, see
+// transfersAtOnce), and as many requests as the S3 client keeps connections.
 inline constexpr std::uint64_t kDefaultInFlightBytes = std::uint64_t{256} << 20;
 inline constexpr std::uint64_t kDefaultInFlightRequests = 16;
 

@@ -45,7 +45,8 @@ MIB = int(os.environ.get("MIB", "1024"))
 SMALL_MIB = int(os.environ.get("SMALL_MIB", "512"))
 RECORD = int(os.environ.get("RECORD", "4096"))
 SEGMENT_MIB = int(os.environ.get("SEGMENT_MIB", "32"))
-# cairn keeps at most 256 MiB of segment bodies in flight (EngineLimits::bytes): 8 segments.
+# cairn holds at most 256 MiB of segment bodies in flight (EngineLimits::bytes): 8 segments,
+# 4 of them transferring at once (transfersAtOnce). rclone gets 8 transfers.
 TRANSFERS = int(os.environ.get("TRANSFERS", str(max(1, 256 // SEGMENT_MIB))))
 CEILING = int(os.environ.get("CEILING", "32"))
 TIMEOUT = int(os.environ.get("STEP_TIMEOUT", "1800"))
