@@ -65,53 +65,6 @@ class CountingStore final : public ObjectStore {
   ObjectStore& inner_;
 };
 
-// Forwards to a store, holding every PUT and GET for `delay` first, and counts how many of
-// each are in flight at once.
-class PacedStore final : public ObjectStore {
- public:
-  PacedStore(ObjectStore& inner, std::chrono::milliseconds delay) : inner_(inner), delay_(delay) {}
-  int puts = 0, peakPuts = 0, gets = 0, peakGets = 0;
-  asio::awaitable<StoreResult<StoredObject>> get(std::string k, std::uint64_t max) override {
-    peakGets = std::max(peakGets, ++gets);
-    co_await pause();
-    auto r = co_await inner_.get(k, max);
-    --gets;
-    co_return r;
-  }
-  asio::awaitable<StoreResult<ObjectInfo>> head(std::string k) override {
-    co_return co_await inner_.head(k);
-  }
-  asio::awaitable<StoreResult<std::string>> putIfAbsent(std::string k, ByteView b) override {
-    peakPuts = std::max(peakPuts, ++puts);
-    co_await pause();
-    auto r = co_await inner_.putIfAbsent(k, b);
-    --puts;
-    co_return r;
-  }
-  asio::awaitable<StoreResult<std::string>> putIfMatch(std::string k, ByteView b,
-                                                       std::string e) override {
-    co_return co_await inner_.putIfMatch(k, b, e);
-  }
-  asio::awaitable<StoreResult<void>> remove(std::string k) override {
-    co_return co_await inner_.remove(k);
-  }
-  asio::awaitable<StoreResult<ListPage>> list(std::string p, std::string c, int m) override {
-    co_return co_await inner_.list(p, c, m);
-  }
-  std::string describe() const override { return inner_.describe(); }
-  asio::awaitable<StoreResult<void>> requireConditionalWrites() override {
-    co_return co_await inner_.requireConditionalWrites();
-  }
-
- private:
-  asio::awaitable<void> pause() {
-    asio::steady_timer timer(co_await asio::this_coro::executor, delay_);
-    co_await timer.async_wait(asio::use_awaitable);
-  }
-  ObjectStore& inner_;
-  std::chrono::milliseconds delay_;
-};
-
 struct Fixture {
   io::test::TempDir dir;
   asio::io_context context{1};
@@ -509,7 +462,28 @@ TEST_CASE(
   Fixture f(6000);
   const std::uint64_t held = 256 << 10;
   f.limits.bytes = InFlightLimit(held);
-  PacedStore paced(*f.store, std::chrono::milliseconds(20));
+  // Every PUT and GET is held for 20 ms; how many are in flight at once is counted.
+  int puts = 0, peakPuts = 0, gets = 0, peakGets = 0;
+  auto counter = [&](StoreOp op) -> std::pair<int*, int*> {
+    if (op == StoreOp::putIfAbsent) return {&puts, &peakPuts};
+    if (op == StoreOp::get) return {&gets, &peakGets};
+    return {nullptr, nullptr};
+  };
+  InterceptStore paced(
+      *f.store,
+      [&](StoreOp op, const std::string&, ByteView,
+          const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
+        auto [now, peak] = counter(op);
+        if (now == nullptr) co_return std::nullopt;
+        *peak = std::max(*peak, ++*now);
+        asio::steady_timer hold(co_await asio::this_coro::executor, std::chrono::milliseconds(20));
+        co_await hold.async_wait(asio::use_awaitable);
+        co_return std::nullopt;
+      },
+      [&](StoreOp op, const std::string&, StoreStatus) -> std::optional<StoreOutcome> {
+        if (auto [now, peak] = counter(op); now != nullptr) --*now;
+        return std::nullopt;
+      });
   auto c = f.checkpoint(std::nullopt, 32 << 10, {}, &paced);
   REQUIRE(c.ok());
   REQUIRE(c->manifest.segments.size() >= 20);
@@ -517,7 +491,7 @@ TEST_CASE(
   for (const auto& s : c->manifest.segments) largest = std::max(largest, s.objectLength);
   const std::uint64_t at = transfersAtOnce(held, largest);
   REQUIRE(at == 4);  // 7 segments of 32 KiB and a few frames fit
-  CHECK(paced.peakPuts == static_cast<int>(at));
+  CHECK(peakPuts == static_cast<int>(at));
   // Segments beyond the uploads were read and hashed meanwhile, within the limit.
   CHECK(f.limits.bytes.peakInUse() > at * largest);
   CHECK(f.limits.bytes.peakInUse() <= held);
@@ -525,6 +499,6 @@ TEST_CASE(
   f.limits.bytes = InFlightLimit(held);
   auto v = f.verify(*c, true, f.journal.get(), &paced);
   REQUIRE(v.ok());
-  CHECK(paced.peakGets == static_cast<int>(at));
+  CHECK(peakGets == static_cast<int>(at));
   CHECK(f.limits.bytes.peakInUse() <= held);
 }
