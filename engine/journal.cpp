@@ -267,8 +267,12 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
                         std::function<void()> onDone) {
   const std::size_t chunk = readChunk();
   if (direct && options_.cachedChunksFromCache) {
+    // At least half of the chunk's pages cached: through the cache, which reads only the
+    // missing ones from the disk (a direct read would read them all) and adds at most half a
+    // chunk to the cache.
     const std::uint64_t length = std::min<std::uint64_t>(end - nextOffset, chunk);
-    direct = io::pagesCached(impl_->file.fd(), nextOffset, length) != true;
+    auto cached = io::cachedPages(impl_->file.fd(), nextOffset, length);
+    direct = !cached || cached->cached * 2 < cached->pages;
   }
   slot.offset = nextOffset;
   // A direct read ends on an alignment boundary (or at `end`); a read that starts unaligned

@@ -40,9 +40,10 @@ struct JournalOptions {
   // Reads of at least kMinDirectReadBytes bypass the page cache (O_DIRECT) where the file
   // system allows it; smaller ones (most records) use the cache.
   bool directReads = true;
-  // ... except a chunk whose pages are all in the page cache already (a recent append), which
-  // is copied from there: no disk read at all (io::pagesCached). False: every large read is
-  // direct (tests of the direct path).
+  // ... except a chunk at least half of whose pages are in the page cache already (a recent
+  // append; a file the kernel reclaimed some pages of), which is read through the cache: only
+  // its missing pages come from the disk (io::cachedPages). False: every large read is direct
+  // (tests of the direct path).
   bool cachedChunksFromCache = true;
 };
 

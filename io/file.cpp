@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <limits>
@@ -168,7 +169,7 @@ IoResult<void> File::close() {
   return {};
 }
 
-std::optional<bool> pagesCached(int fd, std::uint64_t offset, std::uint64_t length) {
+std::optional<CachedPages> cachedPages(int fd, std::uint64_t offset, std::uint64_t length) {
   // The kernel's structures (include/uapi/linux/mman.h); Debian 12's headers predate them.
   struct Range {
     std::uint64_t offset, length;
@@ -178,13 +179,13 @@ std::optional<bool> pagesCached(int fd, std::uint64_t offset, std::uint64_t leng
   };
   constexpr long kCachestat = 451;  // x86_64, arm64 and the other asm-generic architectures
   static const auto kPage = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  if (length == 0) return true;
+  if (length == 0) return CachedPages{};
   Range range{offset, length};
   Stat stat{};
   if (::syscall(kCachestat, fd, &range, &stat, 0) != 0) return std::nullopt;
   // Pages the range touches (cachestat counts whole pages, the file's end included).
   const std::uint64_t pages = (offset + length + kPage - 1) / kPage - offset / kPage;
-  return stat.cache >= pages;
+  return CachedPages{std::min(stat.cache, pages), pages};
 }
 
 IoResult<void> syncDirectory(const std::filesystem::path& dir) {

@@ -82,9 +82,14 @@ inline AlignedBuffer allocateAligned(std::size_t bytes) {
       static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{kDirectAlign})));
 }
 
-// Whether every page of the file's bytes [offset, offset + length) is in the page cache
-// (cachestat(2), Linux 6.5); nullopt where the kernel cannot tell. Does not block on I/O.
-std::optional<bool> pagesCached(int fd, std::uint64_t offset, std::uint64_t length);
+// How many of the pages that hold the file's bytes [offset, offset + length) are in the page
+// cache (cachestat(2), Linux 6.5); nullopt where the kernel cannot tell. Does not block on I/O.
+struct CachedPages {
+  std::uint64_t cached = 0;  // of `pages`
+  std::uint64_t pages = 0;   // the range touches (the page holding the file's end included)
+  bool all() const { return cached >= pages; }
+};
+std::optional<CachedPages> cachedPages(int fd, std::uint64_t offset, std::uint64_t length);
 
 // Opens dir (O_DIRECTORY) and fsyncs it, so entries created, renamed or removed in it are
 // durable. Blocking.

@@ -230,8 +230,8 @@ TEST_CASE("journal: direct and buffered reads give the same prefixes and ranges"
   INFO("direct reads: " << direct);
   j.reset();
 
-  // Direct reads always; direct reads except for chunks already in the page cache (the
-  // default), first with every chunk cached, then with every other 8 KiB dropped from the
+  // Direct reads always; direct reads except for chunks mostly in the page cache (the
+  // default), first with every chunk cached, then with every other 16 KiB dropped from the
   // cache so that cached and direct chunks alternate (a direct read then follows an
   // unaligned buffered one); and buffered reads.
   struct Mode {
@@ -249,10 +249,11 @@ TEST_CASE("journal: direct and buffered reads give the same prefixes and ranges"
       int fd = ::open(f.file().c_str(), O_RDONLY | O_CLOEXEC);
       REQUIRE(fd >= 0);
       REQUIRE(::fdatasync(fd) == 0);  // clean pages can be dropped
-      for (std::uint64_t at = 0; at < file.size(); at += 16384) {
-        REQUIRE(::posix_fadvise(fd, static_cast<off_t>(at), 8192, POSIX_FADV_DONTNEED) == 0);
+      for (std::uint64_t at = 0; at < file.size(); at += 32768) {
+        REQUIRE(::posix_fadvise(fd, static_cast<off_t>(at), 16384, POSIX_FADV_DONTNEED) == 0);
       }
-      CHECK(io::pagesCached(fd, 0, file.size()) == false);
+      auto cached = io::cachedPages(fd, 0, file.size());
+      CHECK((!cached || !cached->all()));
       ::close(fd);
     }
     auto opened = f.open(o);
@@ -291,6 +292,80 @@ TEST_CASE("journal: direct and buffered reads give the same prefixes and ranges"
     REQUIRE_FALSE(past.ok());
     CHECK(past.error().code == Errc::io);
   }
+}
+
+// A chunk at least half of whose pages are in the page cache is read through the cache: the
+// kernel reads only its missing pages from the disk, and they are cached afterwards. A chunk
+// mostly out of the cache is read directly and stays out of it. (Found on a 1 GiB journal the
+// kernel had reclaimed 3 % of, scattered: a third of its 1 MiB chunks missed a few pages, were
+// read whole from the disk, and a deep verification read 1.7 GiB from the disk, not 1.0.)
+TEST_CASE("journal: a chunk mostly in the page cache is read through it", "[journal]") {
+  Fixture f;
+  if (!acceptsDirectIo(f.dir.path())) {
+    WARN("the file system refuses O_DIRECT: every read is buffered");
+    return;
+  }
+  JournalOptions opts;
+  opts.readChunkBytes = 64 << 10;  // 16 pages
+  auto j = f.create(opts);
+  for (int round = 0; round < 4; ++round) {
+    for (auto& r : f.appendConcurrently(*j, 100, 1500)) REQUIRE(r.ok());
+  }
+  Bytes file = readWholeFile(f.file());
+  REQUIRE(file.size() > 8 * opts.readChunkBytes);
+  constexpr std::uint64_t kPage = 4096;
+  const std::uint64_t chunk = opts.readChunkBytes;
+  const std::uint64_t chunks = file.size() / chunk;  // whole chunks; the tail is left cached
+
+  // Out of the cache: the first chunk but its first 4 pages, one page (the sixth) of every
+  // other whole chunk. Pages read back one by one, without read-ahead, so that exactly those
+  // are cached.
+  int fd = ::open(f.file().c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::fdatasync(fd) == 0);
+  REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+  if (!io::cachedPages(fd, 0, file.size())) {
+    ::close(fd);
+    WARN("cachestat(2) is not available: every large read is direct");
+    return;
+  }
+  REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) == 0);
+  auto missing = [&](std::uint64_t page) {
+    return page < chunk / kPage ? page >= 4 : page < chunks * chunk / kPage && page % 16 == 5;
+  };
+  const std::uint64_t pages = (file.size() + kPage - 1) / kPage;
+  for (std::uint64_t page = 0; page < pages; ++page) {
+    std::uint8_t byte = 0;
+    if (!missing(page)) REQUIRE(::pread(fd, &byte, 1, static_cast<off_t>(page * kPage)) == 1);
+  }
+  auto first = io::cachedPages(fd, 0, chunk);
+  REQUIRE(first);
+  REQUIRE(first->cached == 4);
+  for (std::uint64_t c = 1; c < chunks; ++c) {
+    auto cached = io::cachedPages(fd, c * chunk, chunk);
+    REQUIRE(cached);
+    REQUIRE(cached->cached == chunk / kPage - 1);
+  }
+
+  Bytes got;
+  auto r = runToCompletion(f.context, j->readRange(0, file.size(), [&](ByteView bytes) {
+    got.insert(got.end(), bytes.begin(), bytes.end());
+    return Res<void>{};
+  }));
+  REQUIRE(r.ok());
+  CHECK(got == file);
+  // The mostly cached chunks were read through the cache: their missing page is back. The
+  // first was read directly: still 4 pages of 16 (nothing before it to read ahead into it).
+  for (std::uint64_t c = 1; c < chunks; ++c) {
+    auto cached = io::cachedPages(fd, c * chunk, chunk);
+    REQUIRE(cached);
+    INFO("chunk " << c);
+    CHECK(cached->all());
+  }
+  first = io::cachedPages(fd, 0, chunk);
+  REQUIRE(first);
+  CHECK(first->cached == 4);
+  ::close(fd);
 }
 
 // A direct read's aligned window can reach past the end of the file while appends extend it:

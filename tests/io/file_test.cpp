@@ -165,29 +165,48 @@ TEST_CASE("durableReplaceSync: replaces, creates, and cleans up after failure", 
   CHECK(dir.entries() == std::set<std::string>{"config", "new", "sub"});
 }
 
-TEST_CASE("pagesCached: a file just written is in the page cache; dropped, it is not", "[io]") {
+TEST_CASE("cachedPages: counts the range's pages in the page cache", "[io]") {
   TempDir dir;
   auto path = dir.path() / "cached";
   writeWholeFile(path, pattern(1 << 20, 7));
   auto file = File::open(path, O_RDONLY | O_CLOEXEC);
   REQUIRE(file.ok());
-  auto all = cairn::io::pagesCached(file->fd(), 0, 1 << 20);
+  auto all = cairn::io::cachedPages(file->fd(), 0, 1 << 20);
   if (!all) {
     // A kernel before Linux 6.5 (Debian 12's own 6.1): nothing can be known, and the journal
     // then reads every large range directly. CI's kernel has cachestat(2).
-    WARN("cachestat(2) is not available: pagesCached always says it cannot tell");
-    CHECK_FALSE(cairn::io::pagesCached(file->fd(), 0, 4096).has_value());
+    WARN("cachestat(2) is not available: cachedPages always says it cannot tell");
+    CHECK_FALSE(cairn::io::cachedPages(file->fd(), 0, 4096).has_value());
     return;
   }
-  CHECK(*all);
-  CHECK(cairn::io::pagesCached(file->fd(), 4095, 10'000) == true);  // unaligned: pages 0..3
-  CHECK(cairn::io::pagesCached(file->fd(), 0, 0) == true);
+  CHECK(all->cached == 256);
+  CHECK(all->pages == 256);
+  CHECK(all->all());
+  auto none = cairn::io::cachedPages(file->fd(), 0, 0);
+  REQUIRE(none);
+  CHECK(none->pages == 0);
+  CHECK(none->all());
   REQUIRE(::fdatasync(file->fd()) == 0);  // clean pages can be dropped
   REQUIRE(::posix_fadvise(file->fd(), 0, 0, POSIX_FADV_DONTNEED) == 0);
-  CHECK(cairn::io::pagesCached(file->fd(), 0, 1 << 20) == false);
-  // Read back one page: that page alone is cached again.
-  std::uint8_t byte = 0;
-  REQUIRE(::pread(file->fd(), &byte, 1, 8192) == 1);
-  CHECK(cairn::io::pagesCached(file->fd(), 8192, 4096) == true);
-  CHECK(cairn::io::pagesCached(file->fd(), 0, 1 << 20) == false);
+  auto dropped = cairn::io::cachedPages(file->fd(), 0, 1 << 20);
+  REQUIRE(dropped);
+  CHECK(dropped->cached == 0);
+  CHECK_FALSE(dropped->all());
+  // Read back pages 2, 3 and 7 alone (no read-ahead): those three are cached again.
+  REQUIRE(::posix_fadvise(file->fd(), 0, 0, POSIX_FADV_RANDOM) == 0);
+  for (off_t page : {2, 3, 7}) {
+    std::uint8_t byte = 0;
+    REQUIRE(::pread(file->fd(), &byte, 1, page * 4096) == 1);
+  }
+  auto some = cairn::io::cachedPages(file->fd(), 0, 1 << 20);
+  REQUIRE(some);
+  CHECK(some->cached == 3);
+  CHECK(some->pages == 256);
+  auto unaligned = cairn::io::cachedPages(file->fd(), 4095, 10'000);  // pages 0..3
+  REQUIRE(unaligned);
+  CHECK(unaligned->cached == 2);
+  CHECK(unaligned->pages == 4);
+  auto one = cairn::io::cachedPages(file->fd(), 7 * 4096, 4096);
+  REQUIRE(one);
+  CHECK(one->all());
 }
