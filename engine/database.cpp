@@ -32,6 +32,14 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
     }
   }
   std::unique_ptr<Database> db(new Database());
+  if (target) {
+    // Open the store before the journal is created: a store that cannot be opened (no
+    // credentials, a directory that cannot be made) leaves nothing behind to trip a retry.
+    auto executor = co_await asio::this_coro::executor;
+    auto store = openStore(uring, executor, target->storeUrl);
+    if (!store) co_return err(Errc::usage, "store " + target->storeUrl + ": " + store.error());
+    db->store_ = std::move(*store);
+  }
   auto journal = co_await Journal::create(uring, dir, databaseId, options.journal);
   if (!journal) co_return Failure<Error>{journal.error()};
   db->journal_ = std::move(*journal);
@@ -75,9 +83,12 @@ asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
     co_return err(Errc::binding, "the publisher state belongs to another journal (lineage " +
                                      toHex((*state)->lineage) + ")");
   }
-  auto store = openStore(uring, co_await asio::this_coro::executor, (*state)->storeUrl);
-  if (!store) co_return err(Errc::usage, "store " + (*state)->storeUrl + ": " + store.error());
-  db.store_ = std::move(*store);
+  if (!db.store_) {  // create() opened it already
+    auto executor = co_await asio::this_coro::executor;
+    auto store = openStore(uring, executor, (*state)->storeUrl);
+    if (!store) co_return err(Errc::usage, "store " + (*state)->storeUrl + ": " + store.error());
+    db.store_ = std::move(*store);
+  }
   db.publisher_ =
       std::make_unique<Publisher>(uring, *db.journal_, *db.store_, dir, std::move(**state),
                                   db.limits_, std::move(options.publish));

@@ -38,7 +38,8 @@ struct DatabaseOptions {
 class Database {
  public:
   // Creates DIR with a new journal and, with a target, the publisher state (the namespace
-  // starts uninitialized). Takes the directory lock.
+  // starts uninitialized). Takes the directory lock. A target's store is opened first: one
+  // that cannot be opened is a usage error, and nothing is created.
   static boost::asio::awaitable<Res<std::unique_ptr<Database>>> create(
       io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
       const std::optional<PublishTarget>& target, DatabaseOptions options = {});

@@ -262,6 +262,18 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("init", os.path.join(tmp, "bad"), "--db-id", "x", "--store", "s3://nobucket")
     check(r.returncode == 2 and not os.path.exists(os.path.join(tmp, "bad")),
           f"init refuses a bad store URL before creating anything: {r.stderr!r}")
+    # A store that cannot be opened (no credentials) is refused before the journal is
+    # created: the same init then works once they are set.
+    nocreds = os.path.join(tmp, "nocreds")
+    url = "s3://cairn-nocreds/p?endpoint=http://127.0.0.1:9&region=us-east-1"
+    r = run("init", nocreds, "--db-id", "x", "--store", url,
+            env={"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""})
+    check(r.returncode == 2 and b"credentials" in r.stderr and not os.path.exists(nocreds),
+          f"init without credentials creates nothing: {r.stderr!r}")
+    r = run("init", nocreds, "--db-id", "x", "--store", url,
+            env={"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"})
+    check(r.returncode == 0 and os.path.exists(os.path.join(nocreds, "publisher.state")),
+          f"init again with credentials: {r.stderr!r}")
     r = run("init", os.path.join(tmp, "bad2"), "--db-id", "x", "--namespace",
             "00000000-0000-0000-0000-000000000000", "--store", os.path.join(tmp, "s"))
     check(r.returncode == 2, "init refuses a nil namespace")
