@@ -22,9 +22,15 @@ CPU and RSS come from /usr/bin/time around each process (start-up included, for 
 the peers alike); throughput is bytes over the process's wall time. Absolute figures on a
 shared 2-core machine are noise: the ratios measured back to back in one run are the result.
 
-The store is the one the S3_* variables name (shared/s3/README.md), so the same run works
-against RGW, MinIO or AWS. For 1 GiB on the bundled RGW use bluestore with room for about five copies:
-    CAIRN_RGW_STORE=bluestore CAIRN_RGW_STORE_BYTES=$((16 << 30)) \
+Nothing is deleted until the run ends: RGW frees deleted and overwritten data in the
+background a minute or two later (garbage collection, about 1.5 s at 1-1.3 cores per GiB
+here), and a purge between rounds landed in a later round's measurements. So the store needs
+room for (4 x ROUNDS + 2) copies of the journal: cairn's, rclone's and the two ceiling uploads'
+per round, restic's and the small graph's. The same run works against RGW, MinIO or AWS: the
+store is the one the S3_* variables name (shared/s3/README.md). For 1 GiB and 3 rounds on the
+bundled RGW use bluestore with 24 GiB, and leave two minutes between runs (the last one's
+purge):
+    CAIRN_RGW_STORE=bluestore CAIRN_RGW_STORE_BYTES=$((24 << 30)) \
       bash ../shared/s3/start-rgw.sh > /tmp/rgw.env
     set -a; . /tmp/rgw.env; set +a
     python3 perf/run_pipeline.py build/engine/cairn build-s3perf/perf/cairn_s3_bench
@@ -156,11 +162,6 @@ def rate(mib, seconds):
     return mib / seconds if seconds > 0 else float("nan")
 
 
-def purge(prefix):
-    subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}/{prefix}"], env=rclone_env,
-                   capture_output=True, timeout=TIMEOUT)
-
-
 def median(values):
     v = sorted(values)
     n = len(v)
@@ -176,7 +177,6 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
                                       [cairn, "checkpoint", small, *SEGMENTS, "--json"])
         _, _, _, rss_small_verify = timed("cairn verify --deep (small)",
                                           [cairn, "verify", small, "--deep", "--json"])
-        purge("cairn-small")
         shutil.rmtree(small)
 
         base = database(tmp, MIB, "base")
@@ -237,7 +237,8 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
                 best = None
                 for conc in sorted({TRANSFERS, CEILING}):
                     argv = [bench, mode, "--objects", str(full), "--size", size,
-                            "--concurrency", str(conc), "--prefix", f"{run_id}/ceiling-r{r}"]
+                            "--concurrency", str(conc),
+                            "--prefix", f"{run_id}/ceiling-r{r}-x{conc}"]
                     if mode == "upload":
                         argv += ["--source-dir", files]
                     out, _, _, _ = timed(f"ceiling {mode} x{conc}", argv)
@@ -247,8 +248,6 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
                 results[f"ceiling_{mode}"] = (best["bytes"] / (1 << 20), best["seconds"],
                                               best["cpu_seconds"], 0)
             rounds.append(results)
-            for prefix in (f"cairn-r{r}", f"rclone-r{r}", f"ceiling-r{r}"):
-                purge(prefix)
             shutil.rmtree(db)
         shutil.rmtree(files)
     finally:
