@@ -83,6 +83,10 @@ asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
     co_return err(Errc::binding, "the publisher state belongs to another journal (lineage " +
                                      toHex((*state)->lineage) + ")");
   }
+  if (!options.openStore) {
+    db.unopenedState_ = std::move(**state);
+    co_return Res<void>{};
+  }
   if (!db.store_) {  // create() opened it already
     auto executor = co_await asio::this_coro::executor;
     auto store = openStore(uring, executor, (*state)->storeUrl);

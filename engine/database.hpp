@@ -33,6 +33,9 @@ struct DatabaseOptions {
   // The engine's in-flight limits (EngineLimits).
   std::uint64_t inflightBytes = kDefaultInFlightBytes;
   std::uint64_t inflightRequests = kDefaultInFlightRequests;
+  // False: the publisher state is read but its store is not opened (no credentials needed),
+  // and publisher() is nullptr; publisherState() still answers (`cairn status --offline`).
+  bool openStore = true;
 };
 
 class Database {
@@ -59,8 +62,14 @@ class Database {
   boost::asio::awaitable<Res<PublishResult>> compact();
 
   Journal& journal() { return *journal_; }
-  // nullptr for a journal-only database (created without a target).
+  // nullptr for a journal-only database (created without a target), or one opened without
+  // its store.
   Publisher* publisher() { return publisher_.get(); }
+  // The publisher state; nullptr for a journal-only database.
+  const PublisherState* publisherState() const {
+    if (publisher_) return &publisher_->state();
+    return unopenedState_ ? &*unopenedState_ : nullptr;
+  }
   ObjectStore* store() { return store_.get(); }
   EngineLimits& limits() { return limits_; }
 
@@ -74,6 +83,7 @@ class Database {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<ObjectStore> store_;
   std::unique_ptr<Publisher> publisher_;
+  std::optional<PublisherState> unopenedState_;  // DatabaseOptions::openStore false
 };
 
 }  // namespace cairn

@@ -154,10 +154,12 @@ struct StatusCli {
 
 asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
   auto start = Clock::now();
-  auto db = co_await Database::open(uring, opt.dir);
+  DatabaseOptions options;
+  options.openStore = !opt.offline;  // offline: no store, no credentials
+  auto db = co_await Database::open(uring, opt.dir, options);
   if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
   Journal& journal = (*db)->journal();
-  Publisher* publisher = (*db)->publisher();
+  const PublisherState* state = (*db)->publisherState();
   JsonObject out;
   out.add("ok", true)
       .add("lineage", toHex(journal.lineage()))
@@ -165,11 +167,11 @@ asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
       .add("journal_end_length", journal.endOffset());
   std::string text = "journal         end sequence " + std::to_string(journal.endSequence()) +
                      " (" + std::to_string(journal.endOffset()) + " bytes)\n";
-  if (!publisher) {
+  if (!state) {
     out.addNull("store");
     text += "store           none (journal only)\n";
   } else {
-    const PublisherState& s = publisher->state();
+    const PublisherState& s = *state;
     out.add("store", s.storeUrl).add("namespace", s.ns.text()).add("publisher", s.publisher.text());
     text += "store           " + s.storeUrl + "\nnamespace       " + s.ns.text() +
             "\npublisher       " + s.publisher.text() + "\n";

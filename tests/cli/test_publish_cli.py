@@ -274,6 +274,17 @@ with tempfile.TemporaryDirectory() as tmp:
             env={"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"})
     check(r.returncode == 0 and os.path.exists(os.path.join(nocreds, "publisher.state")),
           f"init again with credentials: {r.stderr!r}")
+    # `status --offline` reads the local state only: no credentials needed. Online, it needs
+    # the store, and says so.
+    blank = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}
+    r = run("status", nocreds, "--offline", "--json", env=blank)
+    s = js(r)
+    check(r.returncode == 0 and s.get("store") == url and s.get("expected", 0) is None and
+          s.get("pending", 0) is None and "selected" not in s,
+          f"status --offline without credentials: {r.stdout!r} {r.stderr!r}")
+    r = run("status", nocreds, "--json", env=blank)
+    check(r.returncode == 2 and b"credentials" in r.stdout + r.stderr,
+          f"status without credentials names them: {r.stdout!r} {r.stderr!r}")
     r = run("init", os.path.join(tmp, "bad2"), "--db-id", "x", "--namespace",
             "00000000-0000-0000-0000-000000000000", "--store", os.path.join(tmp, "s"))
     check(r.returncode == 2, "init refuses a nil namespace")
