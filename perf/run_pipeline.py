@@ -29,7 +29,8 @@ room for (4 x ROUNDS + 2) copies of the journal: cairn's, rclone's and the two c
 per round, restic's and the small graph's. The same run works against RGW, MinIO or AWS: the
 store is the one the S3_* variables name (shared/s3/README.md). For 1 GiB and 3 rounds on the
 bundled RGW use bluestore with 24 GiB, and leave two minutes between runs (the last one's
-purge):
+purge). Against MinIO or AWS, also set DIALECT=aws and RCLONE_PROVIDER=Minio (or AWS).
+On the bundled RGW:
     CAIRN_RGW_STORE=bluestore CAIRN_RGW_STORE_BYTES=$((24 << 30)) \
       bash ../shared/s3/start-rgw.sh > /tmp/rgw.env
     set -a; . /tmp/rgw.env; set +a
@@ -59,6 +60,9 @@ TIMEOUT = int(os.environ.get("STEP_TIMEOUT", "1800"))
 # Rounds of every measured step, each on a fresh copy of the journal: the result is the median
 # of each ratio over the rounds (one run on a shared 2-core machine varies by 10-20 %).
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
+# cairn's S3 dialect (docs/stores.md): rgw for the bundled RGW; aws for MinIO or AWS (auto
+# would probe the server once per cairn process, inside the measured time).
+DIALECT = os.environ.get("DIALECT", "rgw")
 
 for v in ("S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY"):
     if not os.environ.get(v):
@@ -142,7 +146,7 @@ def database(tmp, mib, tag):
 def init(db, tag):
     """`cairn init` of DIR with its own store prefix and a new namespace."""
     store = (f"s3://{bucket}/{run_id}/cairn-{tag}?endpoint={endpoint}&region={region}"
-             f"&dialect=rgw")
+             f"&dialect={DIALECT}")
     subprocess.run([cairn, "init", db, "--db-id", "perf", "--store", store,
                     "--namespace", str(uuid.uuid4())], check=True, env=env,
                    stdout=subprocess.DEVNULL)
