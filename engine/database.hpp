@@ -41,8 +41,10 @@ struct DatabaseOptions {
 class Database {
  public:
   // Creates DIR with a new journal and, with a target, the publisher state (the namespace
-  // starts uninitialized). Takes the directory lock. A target's store is opened first: one
-  // that cannot be opened is a usage error, and nothing is created.
+  // starts uninitialized). Takes the directory lock. A target's store is opened first
+  // (whatever options.openStore says): one that cannot be opened is a usage error, and no
+  // journal is created. (A directory store's directory is made then, and stays if the
+  // journal cannot be created.)
   static boost::asio::awaitable<Res<std::unique_ptr<Database>>> create(
       io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
       const std::optional<PublishTarget>& target, DatabaseOptions options = {});

@@ -268,8 +268,8 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
   const std::size_t chunk = readChunk();
   if (direct && options_.cachedChunksFromCache) {
     // At least half of the chunk's pages cached: through the cache, which reads only the
-    // missing ones from the disk (a direct read would read them all) and adds at most half a
-    // chunk to the cache.
+    // missing ones from the disk (a direct read would read them all) and adds them (and the
+    // kernel's read-ahead) to the cache.
     const std::uint64_t length = std::min<std::uint64_t>(end - nextOffset, chunk);
     auto cached = io::cachedPages(impl_->file.fd(), nextOffset, length);
     direct = !cached || cached->cached * 2 < cached->pages;
