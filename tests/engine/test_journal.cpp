@@ -70,6 +70,16 @@ struct Fixture {
     }
     return out;
   }
+  // The bytes [start, end) as readRange delivers them.
+  Bytes readRange(Journal& j, std::uint64_t start, std::uint64_t end) {
+    Bytes got;
+    auto r = runToCompletion(context, j.readRange(start, end, [&](ByteView chunk) {
+      got.insert(got.end(), chunk.begin(), chunk.end());
+      return Res<void>{};
+    }));
+    REQUIRE(r.ok());
+    return got;
+  }
   Bytes record(Journal& j, std::uint64_t sequence) {
     auto r = runToCompletion(context, j.record(sequence));
     REQUIRE(r.ok());
@@ -277,14 +287,8 @@ TEST_CASE("journal: direct and buffered reads give the same prefixes and ranges"
                               {12'345, file.size()},
                               {0, file.size()},
                               {100, 300}}) {
-      Bytes got;
-      auto r = runToCompletion(f.context, jj.readRange(start, end, [&](ByteView chunk) {
-        got.insert(got.end(), chunk.begin(), chunk.end());
-        return Res<void>{};
-      }));
-      REQUIRE(r.ok());
-      CHECK(got == Bytes(file.begin() + static_cast<std::ptrdiff_t>(start),
-                         file.begin() + static_cast<std::ptrdiff_t>(end)));
+      CHECK(f.readRange(jj, start, end) == Bytes(file.begin() + static_cast<std::ptrdiff_t>(start),
+                                                 file.begin() + static_cast<std::ptrdiff_t>(end)));
     }
     // A range beyond the file's end is an error, not a short success.
     auto past = runToCompletion(
@@ -355,13 +359,7 @@ TEST_CASE("journal: a chunk mostly in the page cache is read through it", "[jour
   REQUIRE(cachedIn(1) == 8);
   for (std::uint64_t c = 2; c < chunks; ++c) REQUIRE(cachedIn(c) == perChunk - 1);
 
-  Bytes got;
-  auto r = runToCompletion(f.context, j->readRange(0, file.size(), [&](ByteView bytes) {
-    got.insert(got.end(), bytes.begin(), bytes.end());
-    return Res<void>{};
-  }));
-  REQUIRE(r.ok());
-  CHECK(got == file);
+  CHECK(f.readRange(*j, 0, file.size()) == file);
   // The chunks at least half cached were read through the cache: their missing pages are
   // back. The first was read directly: still 7 pages of 16 (nothing before it reads ahead
   // into it).
