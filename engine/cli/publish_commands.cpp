@@ -789,7 +789,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
         "the expected head, any pending intent, the journal's end, and what the store "
         "selects");
     cmd->add_option("DIR", opt->dir, "database directory")->required();
-    cmd->add_flag("--offline", opt->offline, "do not read the store's head");
+    cmd->add_flag("--offline", opt->offline, "local files only: no store, no credentials");
     cmd->add_flag("--json", opt->json, "print one JSON object");
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runStatus(u, *opt); });
