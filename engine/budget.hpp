@@ -81,20 +81,27 @@ class InFlightLimit {
 };
 
 // Defaults of the in-flight limits: 8 segments of 32 MiB (4 of them transferring, see
-// transfersAtOnce), and as many requests as the S3 client keeps connections.
+// transfersAtOnce, and 5 held by one operation, see segmentsHeld), and as many requests as
+// the S3 client keeps connections.
 inline constexpr std::uint64_t kDefaultInFlightBytes = std::uint64_t{256} << 20;
 inline constexpr std::uint64_t kDefaultInFlightRequests = 16;
 
 // How many of an operation's transfers of about `itemBytes` each to run at once when `held`
-// bytes may be in flight: half of the items that fit, rounded up (at least 1). The other half
-// is being prepared (read and hashed before an upload, checked after a download) meanwhile.
-// Transfers that share the network progress together and end together: with every held
-// buffer transferring, the network idled while the next batch was prepared (docs/decisions.md,
-// "Transfers use half the byte limit").
+// bytes may be in flight: half of the items that fit, rounded up (at least 1). Transfers that
+// share the network progress together and end together: with every held buffer transferring,
+// the network idled while the next batch was prepared (docs/decisions.md, "Transfers use half
+// the byte limit").
 inline std::uint64_t transfersAtOnce(std::uint64_t held, std::uint64_t itemBytes) {
   const std::uint64_t fit = held / std::max<std::uint64_t>(1, itemBytes);
   return std::max<std::uint64_t>(1, (fit + 1) / 2);
 }
+
+// How many items an operation holds in memory while `transfers` of them transfer: one more,
+// the next segment read and hashed before an upload, or the fetched one being checked after a
+// download. Preparing or checking one takes a small part of a transfer's time, so more held
+// items only cost fresh memory (slow to fault in on some machines), and they took byte limit
+// the engine's other operations share (docs/decisions.md, "One segment more than transfer").
+inline std::uint64_t segmentsHeld(std::uint64_t transfers) { return transfers + 1; }
 
 // The limits shared by everything running in one engine.
 struct EngineLimits {

@@ -217,13 +217,14 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
       },
       asio::detached);
   // Segment bodies are built in buffers reused from segment to segment (no fresh pages after
-  // the first few); at most what the byte limit lets run at once stays idle. They are read
-  // one after another, in order, so the first upload starts as soon as one segment is read;
-  // uploads run at most `uploads` at once while the next segments are read and hashed into
-  // the rest of the byte limit.
+  // the first few). They are read one after another, in order, so the first upload starts as
+  // soon as one segment is read; uploads run at most `uploads` at once, and one segment more
+  // is held: the next one, read and hashed while they run (segmentsHeld).
   BufferPool buffers(limits.bytes.capacity());
-  InFlightLimit uploads(transfersAtOnce(limits.bytes.capacity(),
-                                        options.segmentTargetBytes + limits::kSegmentHeaderBytes));
+  const std::uint64_t transfers = transfersAtOnce(
+      limits.bytes.capacity(), options.segmentTargetBytes + limits::kSegmentHeaderBytes);
+  InFlightLimit uploads(transfers);
+  InFlightLimit held(segmentsHeld(transfers));
   for (ManifestSegment& seg : fresh) {
     if (failure) break;
     if (auto ok = budget.reserve(seg.objectLength, seg.count, 1,
@@ -232,6 +233,7 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
       failure = ok.error();
       break;
     }
+    auto heldPermit = co_await held.acquire(1);
     auto bytesPermit = co_await limits.bytes.acquire(seg.objectLength);
     if (failure) break;
     auto object = co_await readSegment(journal, journal.lineage(), seg, buffers);
@@ -242,7 +244,7 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
     ++running;
     asio::co_spawn(
         executor,
-        [&, &seg = seg, object = std::move(*object),
+        [&, &seg = seg, object = std::move(*object), h = std::move(heldPermit),
          b = std::move(bytesPermit)]() mutable -> asio::awaitable<void> {
           auto written = co_await installSegment(store, ns, seg, object, uploads, limits, options);
           buffers.give(std::move(object));

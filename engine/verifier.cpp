@@ -179,12 +179,14 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
 
   // Segments: fetched concurrently (bounded by the in-flight limits), checked in order, into
   // buffers reused from segment to segment (no fresh pages after the first few). At most
-  // `downloads` GETs run at once, so that while they do, the segments already fetched are
-  // checked and compared in the rest of the byte limit.
+  // `downloads` GETs run at once, and one segment more is held: the one being checked and
+  // compared while they run (segmentsHeld).
   BufferPool buffers(limits.bytes.capacity());
   std::uint64_t largest = 0;
   for (const auto& s : m.segments) largest = std::max(largest, s.objectLength);
-  InFlightLimit downloads(transfersAtOnce(limits.bytes.capacity(), largest));
+  const std::uint64_t transfers = transfersAtOnce(limits.bytes.capacity(), largest);
+  InFlightLimit downloads(transfers);
+  InFlightLimit held(segmentsHeld(transfers));
   std::vector<Fetch> fetches(m.segments.size());
   std::optional<Error> failure;
   std::size_t launched = 0;
@@ -198,6 +200,8 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
         for (std::size_t i = 0; i < m.segments.size() && !failure; ++i) {
           const ManifestSegment& s = m.segments[i];
           std::uint64_t bytes = options.deep ? s.objectLength : 0;
+          // (A shallow verification holds no bodies: its HEADs wait for requests only.)
+          auto h = co_await held.acquire(options.deep ? 1 : 0);
           auto b = co_await limits.bytes.acquire(bytes);
           auto r = co_await limits.requests.acquire(1);
           if (failure) break;
@@ -206,7 +210,8 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
           launchedMore.notify();
           asio::co_spawn(
               executor,
-              [&, i, b = std::move(b), r = std::move(r)]() -> asio::awaitable<void> {
+              [&, i, h = std::move(h), b = std::move(b),
+               r = std::move(r)]() -> asio::awaitable<void> {
                 const ManifestSegment& seg = m.segments[i];
                 std::string key = keys::segment(ns, seg.objectSha256);
                 if (options.deep) {

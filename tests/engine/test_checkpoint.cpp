@@ -456,7 +456,7 @@ TEST_CASE("transfersAtOnce: half of the items the held bytes fit, rounded up, at
 }
 
 TEST_CASE(
-    "checkpoint: uploads use half the byte limit while the next segments are read; "
+    "checkpoint: uploads use half the byte limit and hold one segment more, read meanwhile; "
     "verification downloads likewise",
     "[checkpoint]") {
   Fixture f(6000);
@@ -492,13 +492,15 @@ TEST_CASE(
   const std::uint64_t at = transfersAtOnce(held, largest);
   REQUIRE(at == 4);  // 7 segments of 32 KiB and a few frames fit
   CHECK(peakPuts == static_cast<int>(at));
-  // Segments beyond the uploads were read and hashed meanwhile, within the limit.
+  // The next segment was read and hashed meanwhile; no more were (7 fit in the limit).
+  CHECK(segmentsHeld(at) == 5);
   CHECK(f.limits.bytes.peakInUse() > at * largest);
-  CHECK(f.limits.bytes.peakInUse() <= held);
+  CHECK(f.limits.bytes.peakInUse() <= segmentsHeld(at) * largest);
 
   f.limits.bytes = InFlightLimit(held);
   auto v = f.verify(*c, true, f.journal.get(), &paced);
   REQUIRE(v.ok());
   CHECK(peakGets == static_cast<int>(at));
-  CHECK(f.limits.bytes.peakInUse() <= held);
+  CHECK(f.limits.bytes.peakInUse() > at * largest);
+  CHECK(f.limits.bytes.peakInUse() <= segmentsHeld(at) * largest);
 }
