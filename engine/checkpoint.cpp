@@ -291,9 +291,15 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   auto installed =
       co_await installImmutable(store, key, out.manifestBytes, out.manifestSha256, options);
   if (!installed) co_return Failure<Error>{installed.error()};
-  if (*installed == Installed::rewritten) {
-    ++out.objectsRewritten;
-    rewritten.push_back(key);
+  if (*installed == Installed::reused) {
+    out.manifestReused = true;
+  } else {
+    out.manifestWritten = *installed == Installed::written;
+    out.bytesUploaded += out.manifestBytes.size();
+    if (*installed == Installed::rewritten) {
+      ++out.objectsRewritten;
+      rewritten.push_back(key);
+    }
   }
   auto settled = co_await settleRewrites(store, rewritten, options);
   if (!settled) co_return Failure<Error>{settled.error()};

@@ -51,8 +51,10 @@ struct InstalledCheckpoint {
   Digest manifestSha256{};
   std::uint64_t segmentsWritten = 0;
   std::uint64_t segmentsReused = 0;    // already present with identical bytes
+  bool manifestWritten = false;        // created by this call
+  bool manifestReused = false;         // already present with identical bytes
   std::uint64_t objectsRewritten = 0;  // present, identical, but too old to rely on: rewritten
-  std::uint64_t bytesUploaded = 0;
+  std::uint64_t bytesUploaded = 0;     // segments and manifest, written or rewritten
 };
 
 // Journal cut points: the segments covering frames (fromSequence, toSequence], given the

@@ -306,11 +306,11 @@ asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
   auto installed = co_await installCheckpoint(journal_, uploads, state_.ns, previous, cutoff,
                                               limits_, budget, checkpointOptions);
   if (!installed) co_return Failure<Error>{installed.error()};
-  result.objectsWritten += installed->segmentsWritten + 1;
-  result.objectsReused += installed->segmentsReused;
+  result.objectsWritten += installed->segmentsWritten + (installed->manifestWritten ? 1 : 0);
+  result.objectsReused += installed->segmentsReused + (installed->manifestReused ? 1 : 0);
   result.objectsRewritten += installed->objectsRewritten;
   result.segments = installed->manifest.segments.size();
-  result.bytesUploaded += installed->bytesUploaded + installed->manifestBytes.size();
+  result.bytesUploaded += installed->bytesUploaded;
 
   HeadFields f;
   f.ns = state_.ns;

@@ -138,6 +138,11 @@ def backend(tmp, store, label):
         check(res.get("reconciled_intent") is want_pending,
               f"{what}: reconciled_intent {res.get('reconciled_intent')}")
         check(res.get("prefix_sequence") == sequence, f"{what}: covers everything acknowledged")
+        if name == "before-intent":
+            # Every object of the candidate was installed before the kill: the next checkpoint
+            # builds the same ones and relies on them, the manifest included.
+            check(res.get("objects_written") == 0 and res.get("objects_reused", 0) >= 2,
+                  f"{what}: the installed objects are reused, not counted as written: {res}")
         st = js(run("status", db, "--json"))
         check(st.get("pending") is None and st.get("selected") == "expected",
               f"{what}: settled: {st}")

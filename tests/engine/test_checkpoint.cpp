@@ -149,6 +149,11 @@ TEST_CASE("checkpoint: a checkpoint of many records verifies, shallow and deep",
   REQUIRE(c.ok());
   CHECK(c->manifest.segments.size() > 5);
   CHECK(c->segmentsWritten == c->manifest.segments.size());
+  CHECK(c->manifestWritten);
+  CHECK_FALSE(c->manifestReused);
+  std::uint64_t objectBytes = c->manifestBytes.size();
+  for (const auto& s : c->manifest.segments) objectBytes += s.objectLength;
+  CHECK(c->bytesUploaded == objectBytes);
   CHECK(c->manifest.prefix.sequence == 4000);
   auto shallow = f.verify(*c, false, nullptr);
   REQUIRE(shallow.ok());
@@ -162,6 +167,9 @@ TEST_CASE("checkpoint: a checkpoint of many records verifies, shallow and deep",
   CHECK(again->segmentsWritten == 0);
   CHECK(again->segmentsReused == c->manifest.segments.size());
   CHECK(again->manifestSha256 == c->manifestSha256);
+  CHECK_FALSE(again->manifestWritten);
+  CHECK(again->manifestReused);
+  CHECK(again->bytesUploaded == 0);
 
   // An incremental checkpoint keeps the previous segments and adds new ones.
   f.appendRecords(500, "more");
