@@ -80,9 +80,10 @@ class InFlightLimit {
   std::deque<Waiter> waiters_;
 };
 
-// Defaults of the in-flight limits: 8 segments of 32 MiB (4 of them transferring, see
-// transfersAtOnce, and 5 held by one operation, see segmentsHeld), and as many requests as
-// the S3 client keeps connections.
+// Defaults of the in-flight limits: 256 MiB, which fits 7 segment objects of a little over
+// 32 MiB (a segment's target, its header and the rest of its last record): 4 of them
+// transferring (transfersAtOnce) and 5 held by one operation (segmentsHeld); and as many
+// requests as the S3 client keeps connections.
 inline constexpr std::uint64_t kDefaultInFlightBytes = std::uint64_t{256} << 20;
 inline constexpr std::uint64_t kDefaultInFlightRequests = 16;
 

@@ -260,6 +260,9 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
             out.bytesUploaded += seg.objectLength;
             rewritten.push_back(keys::segment(ns, seg.objectSha256));
           }
+          // The held permit goes back before the loop may finish: `held` lives in the loop's
+          // frame, which may end once `running` is 0.
+          { auto release = std::move(h); }
           if (--running == 0) finished.notify();
         },
         asio::detached);

@@ -211,7 +211,7 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
           asio::co_spawn(
               executor,
               [&, i, h = std::move(h), b = std::move(b),
-               r = std::move(r)]() -> asio::awaitable<void> {
+               r = std::move(r)]() mutable -> asio::awaitable<void> {
                 const ManifestSegment& seg = m.segments[i];
                 std::string key = keys::segment(ns, seg.objectSha256);
                 if (options.deep) {
@@ -248,6 +248,9 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                 fetches[i].done.notify();
                 // The permits are held until this fetch's bytes are checked and dropped.
                 co_await fetches[i].consumed.wait();
+                // The held permit goes back before the verification may finish: `held`
+                // lives in its frame, which may end once `alive` is 0.
+                { auto release = std::move(h); }
                 if (--alive == 0) allFinished.notify();
               },
               asio::detached);

@@ -53,8 +53,9 @@ MIB = int(os.environ.get("MIB", "1024"))
 SMALL_MIB = int(os.environ.get("SMALL_MIB", "512"))
 RECORD = int(os.environ.get("RECORD", "4096"))
 SEGMENT_MIB = int(os.environ.get("SEGMENT_MIB", "32"))
-# cairn holds at most 256 MiB of segment bodies in flight (EngineLimits::bytes): 8 segments,
-# 4 of them transferring at once (transfersAtOnce). rclone gets 8 transfers.
+# cairn's in-flight byte limit is 256 MiB (EngineLimits::bytes): 7 segment objects of a little
+# over 32 MiB fit, 4 of them transfer at once (transfersAtOnce) and 5 are held (segmentsHeld).
+# rclone gets 8 transfers, as many 32 MiB files as 256 MiB holds.
 TRANSFERS = int(os.environ.get("TRANSFERS", str(max(1, 256 // SEGMENT_MIB))))
 CEILING = int(os.environ.get("CEILING", "32"))
 TIMEOUT = int(os.environ.get("STEP_TIMEOUT", "1800"))

@@ -203,6 +203,10 @@ TEST_CASE("checkpoint: an existing object older than the reuse age is rewritten,
     CHECK(again->segmentsReused == 0);
     CHECK(again->objectsRewritten == keys.size());
     CHECK(again->manifestSha256 == c->manifestSha256);
+    // The manifest too was uploaded again: neither written afresh nor reused.
+    CHECK_FALSE(again->manifestWritten);
+    CHECK_FALSE(again->manifestReused);
+    CHECK(again->bytesUploaded == c->bytesUploaded);
     for (const auto& k : keys) {
       CHECK(std::filesystem::last_write_time(f.objectPath(k)) >
             std::filesystem::file_time_type::clock::now() - std::chrono::minutes(1));
@@ -214,7 +218,9 @@ TEST_CASE("checkpoint: an existing object older than the reuse age is rewritten,
     auto again = f.checkpoint(std::nullopt, 64 << 10, opt);
     REQUIRE(again.ok());
     CHECK(again->segmentsReused == c->manifest.segments.size());
+    CHECK(again->manifestReused);
     CHECK(again->objectsRewritten == 0);
+    CHECK(again->bytesUploaded == 0);
   }
   SECTION("deleted right after its rewrite (a vacuum's late DELETE): the checkpoint fails") {
     // A vacuum HEADed the old object just before the rewrite and deletes it just after; the
@@ -471,10 +477,11 @@ TEST_CASE(
   const std::uint64_t held = 256 << 10;
   f.limits.bytes = InFlightLimit(held);
   // Every PUT and GET is held for 20 ms; how many are in flight at once is counted.
-  int puts = 0, peakPuts = 0, gets = 0, peakGets = 0;
+  int puts = 0, peakPuts = 0, gets = 0, peakGets = 0, heads = 0, peakHeads = 0;
   auto counter = [&](StoreOp op) -> std::pair<int*, int*> {
     if (op == StoreOp::putIfAbsent) return {&puts, &peakPuts};
     if (op == StoreOp::get) return {&gets, &peakGets};
+    if (op == StoreOp::head) return {&heads, &peakHeads};
     return {nullptr, nullptr};
   };
   InterceptStore paced(
@@ -511,4 +518,11 @@ TEST_CASE(
   CHECK(peakGets == static_cast<int>(at));
   CHECK(f.limits.bytes.peakInUse() > at * largest);
   CHECK(f.limits.bytes.peakInUse() <= segmentsHeld(at) * largest);
+
+  // A shallow verification holds no bodies: its HEADs are bounded by the request limit only.
+  peakHeads = 0;
+  auto shallow = f.verify(*c, false, nullptr, &paced);
+  REQUIRE(shallow.ok());
+  CHECK(peakHeads > static_cast<int>(segmentsHeld(at)));
+  CHECK(peakHeads <= static_cast<int>(f.limits.requests.capacity()));
 }
