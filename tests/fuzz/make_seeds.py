@@ -29,6 +29,7 @@ def main() -> int:
     for name, (_, obj) in g.segments.items():
         write("segment", name, obj)
         write("frames", name, b"\x05" + obj[76:])  # first byte: the chunk size the target uses
+        write("sha256_lane", name, b"\x25\x5b" + obj)  # first two bytes: where the lanes cut
     for j in (g.db, g.journal_a, g.journal_b):
         tag = hashlib.sha256(j.data).hexdigest()[:12]
         write("journal_header", tag, j.data)
