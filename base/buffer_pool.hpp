@@ -34,7 +34,31 @@ class BufferPool {
 
   // An empty buffer with room for at least `capacity` bytes: the smallest idle one that fits
   // within a rounding step (its pages are mapped already), or a new one.
-  Bytes take(std::size_t capacity) {
+  Bytes take(std::size_t capacity) { return takeBuffer(capacity, false); }
+
+  // A buffer of `size` bytes for a caller that overwrites them all (a download into it): a
+  // reused buffer keeps the bytes of its last use, so only growth beyond them is zero-filled,
+  // where take() followed by resize() would zero-fill every byte again.
+  Bytes takeSized(std::size_t size) {
+    Bytes out = takeBuffer(size, /*keepBytes=*/true);
+    out.resize(size);
+    return out;
+  }
+
+  // Hands a buffer back (it may have grown while lent); its contents are kept for takeSized().
+  void give(Bytes buffer) {
+    const std::size_t c = buffer.capacity();
+    lentBytes_ -= std::min(lentBytes_, c);
+    if (c == 0 || idleBytes_ + lentBytes_ + c > maxBytes_) return;
+    idleBytes_ += c;
+    idle_.push_back(std::move(buffer));
+  }
+
+  std::size_t idleBytes() const { return idleBytes_; }
+  std::size_t idleBuffers() const { return idle_.size(); }
+
+ private:
+  Bytes takeBuffer(std::size_t capacity, bool keepBytes) {
     const std::size_t want = roundUp(capacity);
     std::size_t best = idle_.size();
     for (std::size_t i = 0; i < idle_.size(); ++i) {
@@ -50,7 +74,7 @@ class BufferPool {
       idle_[best] = std::move(idle_.back());
       idle_.pop_back();
       idleBytes_ -= out.capacity();
-      out.clear();
+      if (!keepBytes) out.clear();
     } else {
       // Room for the new buffer: idle ones that do not fit go first, the largest first.
       while (!idle_.empty() && idleBytes_ + lentBytes_ + want > maxBytes_) dropLargestIdle();
@@ -61,19 +85,6 @@ class BufferPool {
     return out;
   }
 
-  // Hands a buffer back (it may have grown while lent); its contents are dropped.
-  void give(Bytes buffer) {
-    const std::size_t c = buffer.capacity();
-    lentBytes_ -= std::min(lentBytes_, c);
-    if (c == 0 || idleBytes_ + lentBytes_ + c > maxBytes_) return;
-    idleBytes_ += c;
-    idle_.push_back(std::move(buffer));
-  }
-
-  std::size_t idleBytes() const { return idleBytes_; }
-  std::size_t idleBuffers() const { return idle_.size(); }
-
- private:
   static constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
   // Sizes that differ by a frame (segments close at the first frame boundary past the target)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/buffer_pool.hpp"
+#include "engine/async.hpp"
 #include "engine/cpu_pool.hpp"
 #include "engine/format/checks.hpp"
 #include "engine/format/journal_format.hpp"
@@ -27,15 +28,21 @@ Failure<Error> corrupt(const std::string& key, const std::string& why) {
   return Failure<Error>{Error{Errc::corrupt, key + ": " + why, key}};
 }
 
-// Checks one fetched segment object against its manifest entry: length and hash, then the
-// header's declarations against the entry (before any frame), then every frame.
-Res<void> checkSegment(const std::string& key, const Manifest& m, const ManifestSegment& entry,
-                       const Bytes& object) {
+Res<void> checkLength(const std::string& key, const ManifestSegment& entry, const Bytes& object) {
   if (object.size() != entry.objectLength) {
     return corrupt(key, "has " + std::to_string(object.size()) + " bytes, the manifest says " +
                             std::to_string(entry.objectLength));
   }
-  if (sha256(object) != entry.objectSha256) return corrupt(key, "SHA-256 does not match its key");
+  return {};
+}
+
+// Checks one fetched segment object against its manifest entry: length, then the header's
+// declarations against the entry (before any frame), then every frame. Its hash is checked
+// by the in-order pass that also extends the prefix hash (the two hashes run interleaved),
+// and takes precedence over what this finds.
+Res<void> checkSegment(const std::string& key, const Manifest& m, const ManifestSegment& entry,
+                       const Bytes& object) {
+  if (auto ok = checkLength(key, entry, object); !ok) return ok;
   auto h = decodeSegmentHeader(object);
   if (!h) return corrupt(key, h.error().message);
   SegmentHeader expected{m.lineage, entry.firstSequence, entry.count, entry.journalStart,
@@ -80,6 +87,58 @@ asio::awaitable<Res<void>> compareWithJournal(Journal& journal, const std::strin
   co_return Res<void>{};
 }
 
+// The journal's lineage, header bytes and prefix at the checkpoint's cutoff are the
+// manifest's: checked before any of its bytes are compared.
+Res<void> checkJournal(const Journal& journal, const Manifest& m, const std::string& manifestKey) {
+  if (journal.lineage() != m.lineage) {
+    return Failure<Error>{
+        Error{Errc::diverged, "the checkpoint's lineage is not the journal's", manifestKey}};
+  }
+  if (journal.header().bytes != m.journalHeader) {  // the bytes the lineage hashes
+    return Failure<Error>{
+        Error{Errc::diverged, "the checkpoint's journal header is not the journal's", manifestKey}};
+  }
+  if (m.prefix.sequence > journal.endSequence()) {
+    return Failure<Error>{
+        Error{Errc::diverged,
+              "the checkpoint covers sequence " + std::to_string(m.prefix.sequence) +
+                  ", beyond the journal's end " + std::to_string(journal.endSequence()),
+              manifestKey}};
+  }
+  if (journal.offsetAfter(m.prefix.sequence) != m.prefix.length) {
+    return Failure<Error>{Error{Errc::diverged,
+                                "the journal's prefix at sequence " +
+                                    std::to_string(m.prefix.sequence) + " has " +
+                                    std::to_string(journal.offsetAfter(m.prefix.sequence)) +
+                                    " bytes, the checkpoint's " + std::to_string(m.prefix.length),
+                                manifestKey}};
+  }
+  return {};
+}
+
+// The journal to compare with, opened (if it was still opening) and checked once; every
+// later caller gets the same answer. Callers queue on the mutex while the first one waits.
+struct JournalGate {
+  const JournalSource& source;
+  const Manifest& manifest;
+  const std::string& manifestKey;
+  AsyncMutex mutex;
+  std::optional<Res<Journal*>> checked;
+
+  asio::awaitable<Res<Journal*>> get() {
+    auto guard = co_await mutex.lock();
+    if (!checked) {
+      Res<Journal*> j{source.journal()};
+      if (!source.isOpen()) j = co_await source.open()();  // (GCC 12: no co_await in ?:)
+      if (j) {
+        if (auto ok = checkJournal(**j, manifest, manifestKey); !ok) j = Failure<Error>{ok.error()};
+      }
+      checked.emplace(std::move(j));
+    }
+    co_return *checked;
+  }
+};
+
 struct Fetch {
   std::optional<StoreResult<StoredObject>> result;
   std::optional<Res<void>> check;  // deep: checkSegment's verdict, computed on the CPU pool
@@ -91,8 +150,8 @@ struct Fetch {
 
 asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     ObjectStore& store, const Uuid& ns, const Digest& manifestSha256, std::uint64_t manifestLength,
-    Journal* journal, EngineLimits& limits, OperationBudget& budget, const VerifyOptions& options,
-    const ProgressFn& progress) {
+    JournalSource journal, EngineLimits& limits, OperationBudget& budget,
+    const VerifyOptions& options, const ProgressFn& progress) {
   VerifiedGraph out;
   std::string manifestKey = keys::manifest(ns, manifestSha256);
   if (manifestLength < 1 || manifestLength > limits::kMaxManifestBytes) {
@@ -140,7 +199,7 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
       !ok) {
     co_return Failure<Error>{ok.error()};
   }
-  if (journal && options.deep) {
+  if (journal.present() && options.deep) {
     if (auto ok = budget.reserve(m.prefix.length, m.prefix.sequence, 0, "journal prefix"); !ok) {
       co_return Failure<Error>{ok.error()};
     }
@@ -150,31 +209,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
 
   // The journal is compared byte for byte with the segments (each segment's range is read
   // while its object is in memory): equal bytes have the rebuilt prefix hash, which is
-  // checked against the manifest below, so the journal is not hashed a third time.
-  if (journal && options.deep) {
-    if (journal->lineage() != m.lineage) {
-      co_return Failure<Error>{
-          Error{Errc::diverged, "the checkpoint's lineage is not the journal's", manifestKey}};
-    }
-    if (journal->header().bytes != m.journalHeader) {  // the bytes the lineage hashes
-      co_return Failure<Error>{Error{
-          Errc::diverged, "the checkpoint's journal header is not the journal's", manifestKey}};
-    }
-    if (m.prefix.sequence > journal->endSequence()) {
-      co_return Failure<Error>{
-          Error{Errc::diverged,
-                "the checkpoint covers sequence " + std::to_string(m.prefix.sequence) +
-                    ", beyond the journal's end " + std::to_string(journal->endSequence()),
-                manifestKey}};
-    }
-    if (journal->offsetAfter(m.prefix.sequence) != m.prefix.length) {
-      co_return Failure<Error>{
-          Error{Errc::diverged,
-                "the journal's prefix at sequence " + std::to_string(m.prefix.sequence) + " has " +
-                    std::to_string(journal->offsetAfter(m.prefix.sequence)) +
-                    " bytes, the checkpoint's " + std::to_string(m.prefix.length),
-                manifestKey}};
-    }
+  // checked against the manifest below, so the journal is not hashed a third time. Its
+  // lineage, header and prefix are checked first: before any segment request when it is open
+  // already, else once it has opened, before the first comparison.
+  JournalGate gate{journal, m, manifestKey};
+  const bool compare = journal.present() && options.deep;
+  if (compare && journal.isOpen()) {
+    if (auto ok = co_await gate.get(); !ok) co_return Failure<Error>{ok.error()};
   }
 
   // Segments: fetched concurrently (bounded by the in-flight limits), checked in order, into
@@ -219,7 +260,7 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                     // The buffer is taken once the GET may start: fewer buffers, fewer
                     // fresh pages (docs/decisions.md).
                     auto download = co_await downloads.acquire(1);
-                    Bytes storage = buffers.take(seg.objectLength);
+                    Bytes storage = buffers.takeSized(seg.objectLength);
                     fetches[i].result.emplace(
                         co_await store.getInto(key, seg.objectLength, std::move(storage)));
                   }
@@ -228,9 +269,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                     const Bytes& bytes = (*fetches[i].result)->bytes;
                     co_await onCpuPool(
                         [&] { fetches[i].check.emplace(checkSegment(key, m, seg, bytes)); });
-                    if (journal && *fetches[i].check) {
-                      fetches[i].check.emplace(
-                          co_await compareWithJournal(*journal, key, seg, bytes));
+                    if (compare && *fetches[i].check) {
+                      auto j = co_await gate.get();
+                      if (!j) {
+                        fetches[i].check.emplace(Failure<Error>{j.error()});
+                      } else {
+                        fetches[i].check.emplace(co_await compareWithJournal(**j, key, seg, bytes));
+                      }
                     }
                   }
                 } else {
@@ -260,14 +305,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
       },
       asio::detached);
 
-  Sha256 prefixHash;
+  Sha256Lane prefixHash;
   prefixHash.update(m.journalHeader);
   // The earlier prefix this graph must extend: checked when the rebuilt bytes reach its length.
   std::uint64_t hashed = m.journalHeader.size();
   std::optional<bool> extendsOk;
   if (options.extends && options.extends->length <= hashed) {
-    extendsOk =
-        options.extends->length == hashed && prefixHash.clone().finish() == options.extends->sha256;
+    extendsOk = options.extends->length == hashed && prefixHash.finish() == options.extends->sha256;
   }
   for (std::size_t i = 0; i < m.segments.size(); ++i) {
     while (launched <= i && !launcherDone) {
@@ -294,21 +338,34 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
           }
         }
       } else if (options.deep) {
-        if (!*fetches[i].check) {
-          failure = fetches[i].check->error();
+        // The object's hash and the prefix hash over its body, in one interleaved pass; a
+        // wrong hash is reported before anything the fetch found in the bytes.
+        const Bytes& object = result->bytes;
+        if (auto length = checkLength(key, seg, object); !length) {
+          failure = length.error();
         } else {
-          ByteView body = ByteView(result->bytes).subspan(limits::kSegmentHeaderBytes);
+          ByteView body = ByteView(object).subspan(limits::kSegmentHeaderBytes);
+          Digest objectSha256{};
           co_await onCpuPool([&] {
-            if (options.extends && !extendsOk && hashed + body.size() >= options.extends->length) {
-              std::size_t split = options.extends->length - hashed;
-              prefixHash.update(body.first(split));
-              extendsOk = prefixHash.clone().finish() == options.extends->sha256;
-              prefixHash.update(body.subspan(split));
-            } else {
-              prefixHash.update(body);
-            }
+            Sha256Lane objectHash;
+            // The earlier prefix ends in this body: its hash is taken where it ends.
+            const bool reaches =
+                options.extends && !extendsOk && hashed + body.size() >= options.extends->length;
+            const std::size_t split = reaches ? options.extends->length - hashed : body.size();
+            updateTogether(objectHash, ByteView(object).first(limits::kSegmentHeaderBytes + split),
+                           prefixHash, body.first(split));
+            if (reaches) extendsOk = prefixHash.finish() == options.extends->sha256;
+            updateTogether(objectHash,
+                           ByteView(object).subspan(limits::kSegmentHeaderBytes + split),
+                           prefixHash, body.subspan(split));
+            objectSha256 = objectHash.finish();
             hashed += body.size();
           });
+          if (objectSha256 != seg.objectSha256) {
+            failure = corrupt(key, "SHA-256 does not match its key").error;
+          } else if (!*fetches[i].check) {
+            failure = fetches[i].check->error();
+          }
         }
       }
     }
@@ -333,6 +390,10 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     co_await allFinished.wait();
   }
   if (failure) co_return Failure<Error>{*failure};
+  // A graph without segments compares nothing, but its prefix is still the journal's.
+  if (compare) {
+    if (auto ok = co_await gate.get(); !ok) co_return Failure<Error>{ok.error()};
+  }
 
   if (options.deep) {
     if (prefixHash.finish() != m.prefix.sha256) {
@@ -351,13 +412,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
 }
 
 asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(ObjectStore& store, const Head& head,
-                                                    Journal* journal, EngineLimits& limits,
+                                                    JournalSource journal, EngineLimits& limits,
                                                     OperationBudget& budget,
                                                     const VerifyOptions& options,
                                                     const ProgressFn& progress) {
   const HeadFields& f = head.fields();
   auto graph = co_await verifyManifestGraph(store, f.ns, f.manifestSha256, f.manifestLength,
-                                            journal, limits, budget, options, progress);
+                                            std::move(journal), limits, budget, options, progress);
   if (!graph) co_return graph;
   // The manifest is the one the head names; its lineage and prefix are the head's.
   auto bound = bindManifest(head, *encodeManifest(graph->manifest));

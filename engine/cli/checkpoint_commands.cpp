@@ -2,13 +2,17 @@
 // cairn verify DIR --store URL --namespace N [--manifest SHA --manifest-length L] [--deep]
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "engine/async.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
@@ -60,19 +64,14 @@ OperationBudget limitsFrom(const GraphOptions& opt, EngineLimits& limits) {
   return OperationBudget(opt.limits.budget());
 }
 
-struct Opened {
-  std::unique_ptr<Journal> journal;
+struct StoreOf {
   std::unique_ptr<ObjectStore> store;
   Uuid ns;
 };
 
-// The journal (taking the lock), then the store and namespace: from the options, or else from
-// the database's publisher state.
-asio::awaitable<Res<Opened>> openAll(io::Uring& uring, const GraphOptions& opt) {
-  Opened o;
-  auto journal = co_await Journal::open(uring, opt.dir);
-  if (!journal) co_return Failure<Error>{journal.error()};
-  o.journal = std::move(*journal);
+// The store and namespace: from the options, or else from the database's publisher state.
+asio::awaitable<Res<StoreOf>> openStoreOf(io::Uring& uring, const GraphOptions& opt) {
+  StoreOf o;
   std::string storeUrl = opt.store;
   std::string nsText = opt.ns;
   if (storeUrl.empty() || nsText.empty()) {
@@ -90,6 +89,25 @@ asio::awaitable<Res<Opened>> openAll(io::Uring& uring, const GraphOptions& opt) 
   auto store = openStore(uring, co_await asio::this_coro::executor, storeUrl);
   if (!store) co_return err(Errc::usage, store.error());
   o.store = std::move(*store);
+  co_return o;
+}
+
+struct Opened {
+  std::unique_ptr<Journal> journal;
+  std::unique_ptr<ObjectStore> store;
+  Uuid ns;
+};
+
+// The journal (taking the lock), then the store and namespace.
+asio::awaitable<Res<Opened>> openAll(io::Uring& uring, const GraphOptions& opt) {
+  Opened o;
+  auto journal = co_await Journal::open(uring, opt.dir);
+  if (!journal) co_return Failure<Error>{journal.error()};
+  o.journal = std::move(*journal);
+  auto s = co_await openStoreOf(uring, opt);
+  if (!s) co_return Failure<Error>{s.error()};
+  o.store = std::move(s->store);
+  o.ns = s->ns;
   co_return o;
 }
 
@@ -128,41 +146,91 @@ asio::awaitable<int> runCheckpointObjects(io::Uring& uring, const GraphOptions& 
   co_return 0;
 }
 
-asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
-  auto start = Clock::now();
-  auto fail = [&](const Error& e) { return reportJson(opt.json, e, secondsSince(start)); };
-  auto o = co_await openAll(uring, opt);
-  if (!o) co_return fail(o.error());
+// The graph the options name (the current head's, or --manifest's), verified against the
+// journal `source` gives. `head` receives the head image it started from, if any.
+asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const StoreOf& o,
+                                                JournalSource source, std::optional<Head>& head,
+                                                const ProgressFn& progress) {
   EngineLimits limits;
   OperationBudget budget = limitsFrom(opt, limits);
   VerifyOptions vopt;
   vopt.deep = opt.deep;
-  auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
-  Res<VerifiedGraph> graph = err(Errc::usage, "nothing verified");
   if (!opt.manifest.empty()) {
     auto sha = fromHex(opt.manifest);
-    if (!sha || sha->size() != 32)
-      co_return fail(Error{Errc::usage, "--manifest is not a SHA-256"});
+    if (!sha || sha->size() != 32) co_return err(Errc::usage, "--manifest is not a SHA-256");
     Digest d{};
     std::copy(sha->begin(), sha->end(), d.begin());
-    graph = co_await verifyManifestGraph(*o->store, o->ns, d, opt.manifestLength, o->journal.get(),
-                                         limits, budget, vopt, progress);
-  } else {
-    std::string key = keys::currentHead(o->ns);
-    auto image = co_await o->store->get(key, limits::kHeadBytes);
-    if (!image) {
-      co_return fail(
-          Error{image.error().status == StoreStatus::missing ? Errc::missing : Errc::store,
-                key + ": " + image.error().message, key});
-    }
-    auto head = decodeHead(image->bytes);
-    if (!head) co_return fail(Error{head.error().code, head.error().message, key});
-    if (head->fields().ns != o->ns || head->fields().lineage != o->journal->lineage()) {
-      co_return fail(
-          Error{Errc::binding, "the head's namespace or lineage is not this journal's", key});
-    }
-    graph = co_await verifyHeadGraph(*o->store, *head, o->journal.get(), limits, budget, vopt,
+    co_return co_await verifyManifestGraph(*o.store, o.ns, d, opt.manifestLength, std::move(source),
+                                           limits, budget, vopt, progress);
+  }
+  std::string key = keys::currentHead(o.ns);
+  auto image = co_await o.store->get(key, limits::kHeadBytes);
+  if (!image) {
+    co_return Failure<Error>{
+        Error{image.error().status == StoreStatus::missing ? Errc::missing : Errc::store,
+              key + ": " + image.error().message, key}};
+  }
+  auto decoded = decodeHead(image->bytes);
+  if (!decoded) co_return Failure<Error>{Error{decoded.error().code, decoded.error().message, key}};
+  head.emplace(std::move(*decoded));
+  if (head->fields().ns != o.ns) {
+    co_return Failure<Error>{
+        Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
+  }
+  co_return co_await verifyHeadGraph(*o.store, *head, std::move(source), limits, budget, vopt,
                                      progress);
+}
+
+// The head names this journal's lineage (its namespace was checked when it was read).
+Res<void> headBinds(const std::optional<Head>& head, const Journal& journal, const Uuid& ns) {
+  if (head && head->fields().lineage != journal.lineage()) {
+    std::string key = keys::currentHead(ns);
+    return Failure<Error>{
+        Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
+  }
+  return {};
+}
+
+asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
+  auto start = Clock::now();
+  auto fail = [&](const Error& e) { return reportJson(opt.json, e, secondsSince(start)); };
+  // The journal opens (its lock, then a scan of every frame: about 0.3 s per GiB) while the
+  // store opens and the graph downloads; a deep verification's first comparison waits for
+  // it. Its failure is reported before any other, as when it opened first.
+  std::unique_ptr<Journal> journal;
+  std::optional<Error> openFailed;
+  Signal opened;
+  asio::co_spawn(
+      co_await asio::this_coro::executor,
+      [&]() -> asio::awaitable<void> {
+        auto j = co_await Journal::open(uring, opt.dir);
+        if (j) {
+          journal = std::move(*j);
+        } else {
+          openFailed = j.error();
+        }
+        opened.notify();
+      },
+      asio::detached);
+  std::optional<Head> head;
+  Res<VerifiedGraph> graph = err(Errc::usage, "nothing verified");
+  auto o = co_await openStoreOf(uring, opt);
+  if (!o) {
+    graph = Failure<Error>{o.error()};
+  } else {
+    auto source = JournalSource::opening([&]() -> asio::awaitable<Res<Journal*>> {
+      co_await opened.wait();
+      if (openFailed) co_return Failure<Error>{*openFailed};
+      if (auto ok = headBinds(head, *journal, o->ns); !ok) co_return Failure<Error>{ok.error()};
+      co_return journal.get();
+    });
+    auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
+    graph = co_await verifyNamed(opt, *o, std::move(source), head, progress);
+  }
+  co_await opened.wait();  // (the verification may have failed before it needed the journal)
+  if (openFailed) co_return fail(*openFailed);
+  if (o) {
+    if (auto ok = headBinds(head, *journal, o->ns); !ok) co_return fail(ok.error());
   }
   if (!graph) co_return fail(graph.error());
   double s = secondsSince(start);

@@ -99,8 +99,7 @@ asio::awaitable<StoreResult<StoredObject>> DirectoryStore::getInto(std::string k
   }
   StoredObject out;
   out.bytes = std::move(storage);
-  out.bytes.clear();
-  out.bytes.resize(*size);
+  out.bytes.resize(*size);  // (its earlier bytes are read over: only growth is zero-filled)
   auto n = co_await uring_.readFull(f->fd(), out.bytes, 0);
   if (!n) co_return ioFailure(StoreStatus::failure, "read " + key, n.error());
   if (*n != *size) co_return storeFail(StoreStatus::failure, key + " changed while being read");

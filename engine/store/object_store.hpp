@@ -93,8 +93,9 @@ class ObjectStore {
   virtual boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,
                                                                 std::uint64_t maxBytes) = 0;
   // get() into `storage`'s memory: a caller that reads many large objects hands back an
-  // earlier buffer (base/buffer_pool.hpp) instead of touching fresh pages. The default
-  // ignores it.
+  // earlier buffer (base/buffer_pool.hpp) instead of touching fresh pages. Its bytes are
+  // overwritten in place (a buffer already as long as the object is not zero-filled again).
+  // The default ignores it.
   virtual boost::asio::awaitable<StoreResult<StoredObject>> getInto(std::string key,
                                                                     std::uint64_t maxBytes,
                                                                     Bytes storage);

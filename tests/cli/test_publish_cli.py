@@ -12,6 +12,7 @@ the expected (predecessor) head or the pending candidate; the next `cairn checkp
 reconciles and succeeds; no acknowledged record is lost (`cairn verify --deep` compares every
 byte with the journal); and `cairn log` shows an unbroken chain with no revision skipped.
 """
+import fcntl
 import json
 import os
 import shutil
@@ -97,6 +98,29 @@ def backend(tmp, store, label):
     check(r.returncode == 2, f"{label}: --inflight-mib 0 is a usage error")
     r = run("verify", db, "--deep", "--inflight-mib", "1", "--inflight-requests", "1", "--json")
     check(r.returncode == 0 and js(r).get("ok") is True, f"{label}: verify with the least in flight")
+
+    # verify opens the journal while the graph downloads; what the journal says still comes
+    # first: a directory owned by another process, a journal not of the head's lineage.
+    with open(os.path.join(db, "LOCK"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = run("verify", db, "--deep", "--json")
+        check(r.returncode == 3 and js(r).get("error") == "busy" and
+              b"owned by another process" in r.stderr,
+              f"{label}: verify of an owned directory: {r.returncode} {r.stdout!r} {r.stderr!r}")
+    other = os.path.join(tmp, f"other-{label}")
+    check(run("init", other, "--db-id", "other").returncode == 0, f"{label}: init other")
+    check(run("append", other, stdin=records("other", 100)).returncode == 0, f"{label}: append")
+    swapped = os.path.join(tmp, f"swapped-{label}")
+    shutil.copytree(db, swapped)
+    shutil.copyfile(os.path.join(other, "journal"), os.path.join(swapped, "journal"))
+    for deep in (["--deep"], []):
+        r = run("verify", swapped, *deep, "--json")
+        check(r.returncode == 1 and js(r).get("error") == "binding" and js(r).get("key") == key,
+              f"{label}: verify {deep} with another lineage's journal: {r.stdout!r} {r.stderr!r}")
+    r = run("verify", os.path.join(tmp, f"nowhere-{label}"), "--store", store, "--namespace", ns,
+            "--json")
+    check(r.returncode == 2 and b"not a database directory" in r.stderr,
+          f"{label}: verify of a missing directory: {r.returncode} {r.stderr!r}")
 
     # checkpoint with nothing new: unchanged, nothing written.
     r = run("checkpoint", db, "--json")

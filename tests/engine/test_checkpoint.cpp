@@ -106,15 +106,15 @@ struct Fixture {
     return runToCompletion(context, installCheckpoint(*journal, through ? *through : *store, ns,
                                                       previous, cutoff, limits, budget, opt));
   }
-  Res<VerifiedGraph> verify(const InstalledCheckpoint& c, bool deep, Journal* j,
+  Res<VerifiedGraph> verify(const InstalledCheckpoint& c, bool deep, JournalSource j,
                             ObjectStore* through = nullptr,
                             BudgetTotals totals = kDefaultOperationBudget) {
     OperationBudget budget(totals);
     VerifyOptions opt;
     opt.deep = deep;
-    return runToCompletion(context,
-                           verifyManifestGraph(through ? *through : *store, ns, c.manifestSha256,
-                                               c.manifestBytes.size(), j, limits, budget, opt));
+    return runToCompletion(
+        context, verifyManifestGraph(through ? *through : *store, ns, c.manifestSha256,
+                                     c.manifestBytes.size(), std::move(j), limits, budget, opt));
   }
   std::filesystem::path objectPath(const std::string& key) { return dir.path() / "store" / key; }
   Res<Prefix> runPrefix(std::uint64_t sequence) {
@@ -412,6 +412,91 @@ TEST_CASE("checkpoint: a journal with another history fails only the journal com
   auto tooShort = a.verify(*c, true, shorter.get());
   REQUIRE_FALSE(tooShort.ok());
   CHECK(tooShort.error().code == Errc::diverged);
+}
+
+TEST_CASE("verification: segments download while the journal opens; the comparison waits",
+          "[checkpoint]") {
+  Fixture f(4000);
+  auto c = f.checkpoint(std::nullopt, 16 << 10);
+  REQUIRE(c.ok());
+  REQUIRE(c->manifest.segments.size() >= 8);
+  CountingStore counting(*f.store);
+  int opens = 0;
+  int requestsAtOpen = -1;
+  // A journal that takes until the store has served the manifest and two segments to open
+  // (at most 5 s: a verification that waited for it first fails the check below).
+  auto opening = [&](Res<Journal*> result) {
+    return JournalSource::opening([&, result]() -> asio::awaitable<Res<Journal*>> {
+      ++opens;
+      asio::steady_timer timer(co_await asio::this_coro::executor);
+      for (int i = 0; i < 5000 && counting.requests < 3; ++i) {
+        timer.expires_after(std::chrono::milliseconds(1));
+        co_await timer.async_wait(asio::use_awaitable);
+      }
+      requestsAtOpen = counting.requests;
+      co_return result;
+    });
+  };
+  auto ok = f.verify(*c, true, opening(f.journal.get()), &counting);
+  REQUIRE(ok.ok());
+  CHECK(opens == 1);  // once, however many segments wait for it
+  CHECK(requestsAtOpen >= 3);
+  CHECK(ok->objects == 1 + c->manifest.segments.size());
+  CHECK(f.limits.bytes.inUse() == 0);
+
+  // A journal of another history, found once it has opened.
+  io::test::TempDir other;
+  auto b =
+      std::move(*runToCompletion(f.context, Journal::create(f.uring, other.path() / "db", u"db")));
+  std::swap(f.journal, b);
+  f.appendRecords(1, "reb");  // "reb0" for "rec0": a different first record, as long
+  f.appendRecords(3999, "rec", 1);
+  std::swap(f.journal, b);
+  REQUIRE(b->offsetAfter(4000) == f.journal->offsetAfter(4000));
+  counting.requests = 0;
+  auto diverged = f.verify(*c, true, opening(b.get()), &counting);
+  REQUIRE_FALSE(diverged.ok());
+  CHECK(diverged.error().code == Errc::diverged);
+  CHECK(diverged.error().key == keys::segment(f.ns, c->manifest.segments.front().objectSha256));
+
+  // A journal too short for the checkpoint: its prefix is checked before any comparison.
+  io::test::TempDir third;
+  auto shorter =
+      std::move(*runToCompletion(f.context, Journal::create(f.uring, third.path() / "db", u"db")));
+  counting.requests = 0;
+  auto tooShort = f.verify(*c, true, opening(shorter.get()), &counting);
+  REQUIRE_FALSE(tooShort.ok());
+  CHECK(tooShort.error().code == Errc::diverged);
+  CHECK(tooShort.error().key == keys::manifest(f.ns, c->manifestSha256));
+
+  // A journal that fails to open fails the verification with its own error.
+  opens = 0;
+  counting.requests = 0;
+  auto failed = f.verify(*c, true, opening(err(Errc::busy, "owned by another process")), &counting);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().code == Errc::busy);
+  CHECK(opens == 1);
+  CHECK(f.limits.bytes.inUse() == 0);
+  CHECK(f.limits.requests.inUse() == 0);
+
+  // A shallow verification compares nothing and does not wait for the journal.
+  opens = 0;
+  CHECK(f.verify(*c, false, opening(f.journal.get())).ok());
+  CHECK(opens == 0);
+
+  // A graph without segments compares no bytes, but the journal is still checked against it.
+  Fixture empty(0);
+  Fixture another(0, u"another");
+  auto none = empty.checkpoint();
+  REQUIRE(none.ok());
+  REQUIRE(none->manifest.segments.empty());
+  auto opened = [](Journal* j) {
+    return JournalSource::opening([j]() -> asio::awaitable<Res<Journal*>> { co_return j; });
+  };
+  CHECK(empty.verify(*none, true, opened(empty.journal.get())).ok());
+  auto foreign = empty.verify(*none, true, opened(another.journal.get()));
+  REQUIRE_FALSE(foreign.ok());
+  CHECK(foreign.error().code == Errc::diverged);
 }
 
 TEST_CASE("checkpoint: a budget smaller than the graph fails before the request is sent",

@@ -1,6 +1,9 @@
-// BufferPool (base/buffer_pool.hpp): buffers come back with their memory, empty; only close
-// fits are lent; the pool never holds more than its bound.
+// BufferPool (base/buffer_pool.hpp): buffers come back with their memory, empty (take) or
+// with the bytes of their last use (takeSized); only close fits are lent; the pool never holds
+// more than its bound.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 #include "base/buffer_pool.hpp"
 
@@ -25,6 +28,35 @@ TEST_CASE("buffer pool: a buffer handed back is taken again, empty, with its mem
   CHECK(again.data() == memory);
   CHECK(pool.idleBuffers() == 0);
   CHECK(pool.idleBytes() == 0);
+}
+
+TEST_CASE("buffer pool: takeSized lends a buffer of that size, its old bytes not zero-filled",
+          "[format][buffers]") {
+  BufferPool pool(64 * kMiB);
+  Bytes fresh = pool.takeSized(1000);
+  CHECK(fresh.size() == 1000);
+  CHECK(std::all_of(fresh.begin(), fresh.end(), [](std::uint8_t b) { return b == 0; }));
+  std::fill(fresh.begin(), fresh.end(), std::uint8_t{0xAB});
+  const std::uint8_t* memory = fresh.data();
+  pool.give(std::move(fresh));
+  // Shorter: the same memory, its bytes as the last user left them (a download overwrites
+  // them; zero-filling them first would write every byte twice).
+  Bytes shorter = pool.takeSized(900);
+  CHECK(shorter.data() == memory);
+  CHECK(shorter.size() == 900);
+  CHECK(std::all_of(shorter.begin(), shorter.end(), [](std::uint8_t b) { return b == 0xAB; }));
+  pool.give(std::move(shorter));
+  // Longer: only the growth is zero-filled.
+  Bytes longer = pool.takeSized(1000);
+  CHECK(longer.data() == memory);
+  CHECK(
+      std::all_of(longer.begin(), longer.begin() + 900, [](std::uint8_t b) { return b == 0xAB; }));
+  CHECK(std::all_of(longer.begin() + 900, longer.end(), [](std::uint8_t b) { return b == 0; }));
+  pool.give(std::move(longer));
+  // take() still lends it empty.
+  Bytes empty = pool.take(1000);
+  CHECK(empty.data() == memory);
+  CHECK(empty.empty());
 }
 
 TEST_CASE("buffer pool: segment sizes share buffers; a much larger buffer is not lent",

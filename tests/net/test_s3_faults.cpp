@@ -229,6 +229,39 @@ TEST_CASE("S3 connection closed mid-response", "[net][s3fault]") {
   }
 }
 
+TEST_CASE("S3 GET into storage that held other bytes: the body is the object's", "[net][s3fault]") {
+  // A verification hands back buffers with the bytes of their last object (BufferPool::
+  // takeSized). Bodies larger and smaller than the client's 64 KiB read buffer, each into
+  // storage holding more or fewer other bytes; all on one connection.
+  std::string big(3 << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + i / 4093);
+  const std::string small(1000, 's');
+  Rig rig([&](const FakeRequest& r) {
+    return FakeReply{okWithEtag("\"e\"", r.path() == "/bkt/big" ? big : small)};
+  });
+  for (const std::string* body : {static_cast<const std::string*>(&big), &small}) {
+    for (std::size_t stale : {std::size_t{0}, std::size_t{100}, std::size_t{5} << 20}) {
+      Bytes storage(stale, 0xEE);
+      auto r = rig.run(rig.client.get(body == &big ? "big" : "small", 8 << 20, std::move(storage)));
+      REQUIRE(r.outcome.ok());
+      CHECK(r.body.size() == body->size());
+      CHECK(textOf(r.body) == *body);
+    }
+  }
+  CHECK(rig.server.stats().accepted == 1);
+  // A body cut short: incomplete, whatever the storage held.
+  Rig cut([](const FakeRequest&) {
+    return FakeReply{"HTTP/1.1 200 OK\r\nETag: \"e\"\r\nContent-Length: 200000\r\n\r\n" +
+                         std::string(150000, 'c'),
+                     0ms, true};
+  });
+  Bytes storage(300000, 0xEE);
+  auto r = cut.run(cut.client.get("k", 1 << 20, std::move(storage)));
+  CHECK(r.outcome.status == S3Status::failure);
+  CHECK(r.outcome.message.find("incomplete") != std::string::npos);
+  CHECK(r.body.empty());
+}
+
 TEST_CASE("S3 response bodies over the bound are refused before they are buffered",
           "[net][s3fault]") {
   constexpr std::size_t kBound = 64 * 1024;
