@@ -6,13 +6,13 @@
 // verification's (docs/performance.md). A pool per operation keeps the buffers mapped while
 // the operation runs and frees them with it, so memory is bounded by what the operation had
 // in flight, not by the process's lifetime (a process-wide allocator setting that kept freed
-// memory made a checkpoint's peak RSS grow with the graph, docs/decisions.md).
+// memory made a checkpoint's peak RSS grow with the graph, docs/decisions.md). Buffers are
+// not advised onto transparent huge pages: here their first touch cost 27-573 ms per 170 MiB
+// from one process to the next, 4 KiB pages a steady 125-169 ms (docs/decisions.md).
 //
 // Not thread-safe: one executor takes and gives (the CPU pool may read and write the bytes of
 // a buffer it was lent in between).
 #pragma once
-
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -63,7 +63,7 @@ class BufferPool {
     std::size_t best = idle_.size();
     for (std::size_t i = 0; i < idle_.size(); ++i) {
       const std::size_t c = idle_[i].capacity();
-      if (c >= want && c - want <= kHugePage &&
+      if (c >= want && c - want <= kRoundingStep &&
           (best == idle_.size() || c < idle_[best].capacity())) {
         best = i;
       }
@@ -79,18 +79,17 @@ class BufferPool {
       // Room for the new buffer: idle ones that do not fit go first, the largest first.
       while (!idle_.empty() && idleBytes_ + lentBytes_ + want > maxBytes_) dropLargestIdle();
       out.reserve(want);
-      adviseHugePages(out);
     }
     lentBytes_ += out.capacity();
     return out;
   }
 
-  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  static constexpr std::size_t kRoundingStep = std::size_t{2} << 20;
 
   // Sizes that differ by a frame (segments close at the first frame boundary past the target)
-  // share a buffer: large requests are rounded up to whole 2 MiB pages.
+  // share a buffer: large requests are rounded up to whole 2 MiB.
   static std::size_t roundUp(std::size_t n) {
-    return n < kHugePage ? n : (n + kHugePage - 1) / kHugePage * kHugePage;
+    return n < kRoundingStep ? n : (n + kRoundingStep - 1) / kRoundingStep * kRoundingStep;
   }
 
   void dropLargestIdle() {
@@ -101,16 +100,6 @@ class BufferPool {
     idleBytes_ -= idle_[largest].capacity();
     idle_[largest] = std::move(idle_.back());
     idle_.pop_back();
-  }
-
-  // Asks for transparent huge pages over the buffer's aligned interior (where the system
-  // leaves it to madvise): one fault per 2 MiB instead of 512, and fewer TLB misses in the
-  // copies and hashes over it. Advice only; an error changes nothing.
-  static void adviseHugePages(Bytes& buffer) {
-    const auto begin = reinterpret_cast<std::uintptr_t>(buffer.data());
-    const std::uintptr_t first = (begin + kHugePage - 1) / kHugePage * kHugePage;
-    const std::uintptr_t last = (begin + buffer.capacity()) / kHugePage * kHugePage;
-    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
   }
 
   std::size_t maxBytes_;

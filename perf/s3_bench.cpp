@@ -18,7 +18,6 @@
 // The store comes from S3_ENDPOINT, S3_REGION, S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY (and
 // S3_SESSION_TOKEN), as in shared/s3/README.md. perf/run_s3.sh runs it beside rclone.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -163,7 +162,6 @@ asio::awaitable<bool> writeFile(io::Uring& uring, std::vector<Stage>& stages,
     Stage stage;
     if (stages.empty()) {
       stage = io::allocateAligned(stageBytes);
-      ::madvise(stage.get(), stageBytes, MADV_HUGEPAGE);
     } else {
       stage = std::move(stages.back());
       stages.pop_back();
@@ -255,7 +253,7 @@ bool loadPayloads(Run& run) {
   std::mt19937_64 rng(opt.seed);
   for (unsigned i = 0; i < opt.objects; ++i) {
     Bytes& b = run.payloads[i];
-    b = run.buffers.take(run.objectBytes);  // huge pages, as the engine's segment buffers
+    b = run.buffers.take(run.objectBytes);  // from a pool, as the engine's segment buffers
     if (!opt.sourceDir.empty()) {
       std::ifstream in(opt.sourceDir + "/" + objectName(i), std::ios::binary);
       if (!in) return false;
