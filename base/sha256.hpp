@@ -38,7 +38,7 @@ Digest sha256(ByteView bytes);
 // SHA-256 whose state is held here rather than in OpenSSL, so that two hashes can advance
 // together: updateTogether() interleaves the blocks of both on one core with the CPU's SHA
 // extensions (x86 SHA-NI), where one hash alone waits on each round's latency (on this
-// machine, 1.6-1.8 times the throughput of hashing them in turn: docs/performance.md).
+// machine, 1.4-1.8 times the throughput of hashing them in turn: docs/performance.md).
 // Without the extensions every block goes through OpenSSL's block function. A copy is an
 // independent hash in the same state.
 class Sha256Lane {

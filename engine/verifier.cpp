@@ -141,8 +141,9 @@ struct JournalGate {
 
 struct Fetch {
   std::optional<StoreResult<StoredObject>> result;
-  std::optional<Res<void>> check;  // deep: checkSegment's verdict, computed on the CPU pool
-  Signal done;                     // the result is in
+  std::optional<Res<void>> check;      // deep: checkSegment's verdict, computed on the CPU pool
+  std::optional<Digest> objectSha256;  // hashed by the fetch (where lanes do not interleave)
+  Signal done;                         // the result is in
   Signal consumed;  // the consumer has checked it and dropped its bytes: release the permits
 };
 
@@ -265,11 +266,14 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                         co_await store.getInto(key, seg.objectLength, std::move(storage)));
                   }
                   if (*fetches[i].result) {
-                    // Hash and frame checks of different segments run in parallel.
+                    // Frame checks of different segments run in parallel; so do their hashes
+                    // where two cannot interleave on one core (see the in-order pass).
                     const Bytes& bytes = (*fetches[i].result)->bytes;
-                    co_await onCpuPool(
-                        [&] { fetches[i].check.emplace(checkSegment(key, m, seg, bytes)); });
-                    if (compare && *fetches[i].check) {
+                    co_await onCpuPool([&] {
+                      fetches[i].check.emplace(checkSegment(key, m, seg, bytes));
+                      if (!Sha256Lane::interleaves()) fetches[i].objectSha256 = sha256(bytes);
+                    });
+                    if (compare && *fetches[i].check && !failure) {
                       auto j = co_await gate.get();
                       if (!j) {
                         fetches[i].check.emplace(Failure<Error>{j.error()});
@@ -347,18 +351,25 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
           ByteView body = ByteView(object).subspan(limits::kSegmentHeaderBytes);
           Digest objectSha256{};
           co_await onCpuPool([&] {
+            // The object's hash alongside the prefix's, unless its fetch hashed it already.
             Sha256Lane objectHash;
+            const bool hashedAlready = fetches[i].objectSha256.has_value();
+            auto extend = [&](ByteView objectPart, ByteView bodyPart) {
+              if (hashedAlready) {
+                prefixHash.update(bodyPart);
+              } else {
+                updateTogether(objectHash, objectPart, prefixHash, bodyPart);
+              }
+            };
             // The earlier prefix ends in this body: its hash is taken where it ends.
             const bool reaches =
                 options.extends && !extendsOk && hashed + body.size() >= options.extends->length;
             const std::size_t split = reaches ? options.extends->length - hashed : body.size();
-            updateTogether(objectHash, ByteView(object).first(limits::kSegmentHeaderBytes + split),
-                           prefixHash, body.first(split));
+            extend(ByteView(object).first(limits::kSegmentHeaderBytes + split), body.first(split));
             if (reaches) extendsOk = prefixHash.finish() == options.extends->sha256;
-            updateTogether(objectHash,
-                           ByteView(object).subspan(limits::kSegmentHeaderBytes + split),
-                           prefixHash, body.subspan(split));
-            objectSha256 = objectHash.finish();
+            extend(ByteView(object).subspan(limits::kSegmentHeaderBytes + split),
+                   body.subspan(split));
+            objectSha256 = hashedAlready ? *fetches[i].objectSha256 : objectHash.finish();
             hashed += body.size();
           });
           if (objectSha256 != seg.objectSha256) {
@@ -389,11 +400,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     allFinished.reset();
     co_await allFinished.wait();
   }
-  if (failure) co_return Failure<Error>{*failure};
-  // A graph without segments compares nothing, but its prefix is still the journal's.
+  // What the journal says comes before what the segments said, as when it was checked
+  // before the first request; and a graph without segments compares nothing, but its prefix
+  // is still the journal's.
   if (compare) {
     if (auto ok = co_await gate.get(); !ok) co_return Failure<Error>{ok.error()};
   }
+  if (failure) co_return Failure<Error>{*failure};
 
   if (options.deep) {
     if (prefixHash.finish() != m.prefix.sha256) {

@@ -7,6 +7,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -146,6 +147,16 @@ asio::awaitable<int> runCheckpointObjects(io::Uring& uring, const GraphOptions& 
   co_return 0;
 }
 
+// The head names this journal's lineage (its namespace was checked when it was read).
+Res<void> headBinds(const std::optional<Head>& head, const Journal& journal, const Uuid& ns) {
+  if (head && head->fields().lineage != journal.lineage()) {
+    std::string key = keys::currentHead(ns);
+    return Failure<Error>{
+        Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
+  }
+  return {};
+}
+
 // The graph the options name (the current head's, or --manifest's), verified against the
 // journal `source` gives. `head` receives the head image it started from, if any.
 asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const StoreOf& o,
@@ -177,26 +188,21 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
     co_return Failure<Error>{
         Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
   }
+  if (source.isOpen()) {  // (one still opening checks this when it has opened)
+    if (auto ok = headBinds(head, *source.journal(), o.ns); !ok)
+      co_return Failure<Error>{ok.error()};
+  }
   co_return co_await verifyHeadGraph(*o.store, *head, std::move(source), limits, budget, vopt,
                                      progress);
-}
-
-// The head names this journal's lineage (its namespace was checked when it was read).
-Res<void> headBinds(const std::optional<Head>& head, const Journal& journal, const Uuid& ns) {
-  if (head && head->fields().lineage != journal.lineage()) {
-    std::string key = keys::currentHead(ns);
-    return Failure<Error>{
-        Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
-  }
-  return {};
 }
 
 asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   auto start = Clock::now();
   auto fail = [&](const Error& e) { return reportJson(opt.json, e, secondsSince(start)); };
   // The journal opens (its lock, then a scan of every frame: about 0.3 s per GiB) while the
-  // store opens and the graph downloads; a deep verification's first comparison waits for
-  // it. Its failure is reported before any other, as when it opened first.
+  // store opens and, for a deep verification, while the graph downloads: its first
+  // comparison waits for it. Its failure is reported before any other, as when it opened
+  // first; a shallow verification, which only reads sizes, waits for it before starting.
   std::unique_ptr<Journal> journal;
   std::optional<Error> openFailed;
   Signal opened;
@@ -211,19 +217,31 @@ asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
         }
         opened.notify();
       },
-      asio::detached);
+      [&](const std::exception_ptr& e) {  // (thrown before notify: report it, do not hang)
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          openFailed = Error{Errc::io, std::string("cannot open the journal: ") + x.what()};
+        }
+        opened.notify();
+      });
   std::optional<Head> head;
   Res<VerifiedGraph> graph = err(Errc::usage, "nothing verified");
   auto o = co_await openStoreOf(uring, opt);
+  if (!opt.deep) co_await opened.wait();
   if (!o) {
     graph = Failure<Error>{o.error()};
-  } else {
-    auto source = JournalSource::opening([&]() -> asio::awaitable<Res<Journal*>> {
-      co_await opened.wait();
-      if (openFailed) co_return Failure<Error>{*openFailed};
-      if (auto ok = headBinds(head, *journal, o->ns); !ok) co_return Failure<Error>{ok.error()};
-      co_return journal.get();
-    });
+  } else if (!(opened.isSet() && openFailed)) {
+    JournalSource source(journal.get());
+    if (!opened.isSet()) {
+      source = JournalSource::opening([&]() -> asio::awaitable<Res<Journal*>> {
+        co_await opened.wait();
+        if (openFailed) co_return Failure<Error>{*openFailed};
+        if (auto ok = headBinds(head, *journal, o->ns); !ok) co_return Failure<Error>{ok.error()};
+        co_return journal.get();
+      });
+    }
     auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
     graph = co_await verifyNamed(opt, *o, std::move(source), head, progress);
   }

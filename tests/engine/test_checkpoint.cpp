@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/sha256.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/journal.hpp"
@@ -311,6 +312,7 @@ TEST_CASE("checkpoint: every damaged object fails verification with the right er
   std::string manifest = keys::manifest(f.ns, c->manifestSha256);
   Errc expected = Errc::corrupt;
   std::string expectedKey = seg1;
+  std::string expectedWhy;  // a wrong hash is the error, before what the bytes show
   bool shallowCatches = false;
 
   SECTION("a deleted segment") {
@@ -326,11 +328,13 @@ TEST_CASE("checkpoint: every damaged object fails verification with the right er
     Bytes b = io::test::readWholeFile(f.objectPath(seg1));
     b[b.size() - 7] ^= 0x20;
     io::test::writeWholeFile(f.objectPath(seg1), b);
+    expectedWhy = "SHA-256 does not match its key";
   }
   SECTION("a flipped byte in a segment header") {
     Bytes b = io::test::readWholeFile(f.objectPath(seg1));
     b[50] ^= 0x01;
     io::test::writeWholeFile(f.objectPath(seg1), b);
+    expectedWhy = "SHA-256 does not match its key";
   }
   SECTION("two segments swapped") {
     Bytes one = io::test::readWholeFile(f.objectPath(seg1));
@@ -338,6 +342,7 @@ TEST_CASE("checkpoint: every damaged object fails verification with the right er
     io::test::writeWholeFile(f.objectPath(seg1), two);
     io::test::writeWholeFile(f.objectPath(seg2), one);
     shallowCatches = one.size() != two.size();
+    if (!shallowCatches) expectedWhy = "SHA-256 does not match its key";
   }
   SECTION("a deleted manifest") {
     std::filesystem::remove(f.objectPath(manifest));
@@ -352,10 +357,16 @@ TEST_CASE("checkpoint: every damaged object fails verification with the right er
     expectedKey = manifest;
     shallowCatches = true;
   }
-  auto deep = f.verify(*c, true, f.journal.get());
-  REQUIRE_FALSE(deep.ok());
-  CHECK(deep.error().code == expected);
-  CHECK(deep.error().key == expectedKey);
+  // The same with the object hashed by its fetch, as where two hashes cannot interleave.
+  for (bool openSsl : {false, true}) {
+    Sha256Lane::forceOpenSslBlocks(openSsl);
+    auto deep = f.verify(*c, true, f.journal.get());
+    Sha256Lane::forceOpenSslBlocks(false);
+    REQUIRE_FALSE(deep.ok());
+    CHECK(deep.error().code == expected);
+    CHECK(deep.error().key == expectedKey);
+    CHECK(deep.error().message.find(expectedWhy) != std::string::npos);
+  }
   auto shallow = f.verify(*c, false, nullptr);
   CHECK(shallow.ok() == !shallowCatches);
 }
@@ -439,6 +450,10 @@ TEST_CASE("verification: segments download while the journal opens; the comparis
   };
   auto ok = f.verify(*c, true, opening(f.journal.get()), &counting);
   REQUIRE(ok.ok());
+  Sha256Lane::forceOpenSslBlocks(true);  // each object hashed by its fetch
+  auto notInterleaved = f.verify(*c, true, f.journal.get());
+  Sha256Lane::forceOpenSslBlocks(false);
+  CHECK(notInterleaved.ok());
   CHECK(opens == 1);  // once, however many segments wait for it
   CHECK(requestsAtOpen >= 3);
   CHECK(ok->objects == 1 + c->manifest.segments.size());
@@ -468,6 +483,16 @@ TEST_CASE("verification: segments download while the journal opens; the comparis
   REQUIRE_FALSE(tooShort.ok());
   CHECK(tooShort.error().code == Errc::diverged);
   CHECK(tooShort.error().key == keys::manifest(f.ns, c->manifestSha256));
+
+  // A journal too short and a missing segment: the journal's error, as when it was checked
+  // before the first request.
+  std::filesystem::rename(f.objectPath(keys::segment(f.ns, c->manifest.segments[1].objectSha256)),
+                          f.objectPath("moved-away"));
+  auto both = f.verify(*c, true, opening(shorter.get()), &counting);
+  REQUIRE_FALSE(both.ok());
+  CHECK(both.error().code == Errc::diverged);
+  std::filesystem::rename(f.objectPath("moved-away"),
+                          f.objectPath(keys::segment(f.ns, c->manifest.segments[1].objectSha256)));
 
   // A journal that fails to open fails the verification with its own error.
   opens = 0;
