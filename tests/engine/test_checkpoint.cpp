@@ -425,7 +425,7 @@ TEST_CASE("checkpoint: a journal with another history fails only the journal com
   CHECK(tooShort.error().code == Errc::diverged);
 }
 
-TEST_CASE("verification: segments download while the journal opens; the comparison waits",
+TEST_CASE("verification: segments download while the journal opens, the comparison waits",
           "[checkpoint]") {
   Fixture f(4000);
   auto c = f.checkpoint(std::nullopt, 16 << 10);
@@ -580,7 +580,7 @@ TEST_CASE("transfersAtOnce: half of the items the held bytes fit, rounded up, at
 }
 
 TEST_CASE(
-    "checkpoint: uploads use half the byte limit and hold one segment more, read meanwhile; "
+    "checkpoint: uploads use half the byte limit and hold one segment more, read meanwhile, "
     "verification downloads likewise",
     "[checkpoint]") {
   Fixture f(6000);

@@ -59,7 +59,7 @@ TEST_CASE("buffer pool: takeSized lends a buffer of that size, its old bytes not
   CHECK(empty.empty());
 }
 
-TEST_CASE("buffer pool: segment sizes share buffers; a much larger buffer is not lent",
+TEST_CASE("buffer pool: segment sizes share buffers, a much larger buffer is not lent",
           "[format][buffers]") {
   BufferPool pool(256 * kMiB);
   // Segments close at the first frame past the target: 32 MiB plus a little, rounded to 34.

@@ -111,7 +111,7 @@ std::string describe(const S3Outcome& o) {
 
 }  // namespace
 
-TEST_CASE("RGW: put, get, head, delete; missing versus failure", "[net][s3]") {
+TEST_CASE("RGW: put, get, head, delete, and missing versus failure", "[net][s3]") {
   auto config = rgwConfig("basic/");
   if (!config) return;
   Rgw rgw(*config);
