@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -227,19 +228,39 @@ asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t
       start, end, [&](ByteView chunk) -> asio::awaitable<Res<void>> { co_return sink(chunk); });
 }
 
+asio::awaitable<Res<void>> Journal::readRangeInto(std::uint64_t start, std::uint64_t end,
+                                                  std::span<std::uint8_t> into) {
+  if (into.size() != end - start) {
+    co_return err(Errc::usage, "a buffer of " + std::to_string(into.size()) +
+                                   " bytes for a range of " + std::to_string(end - start));
+  }
+  co_return co_await readRangeAsync(
+      start, end,
+      [&, at = std::size_t{0}](ByteView chunk) mutable -> asio::awaitable<Res<void>> {
+        if (chunk.data() != into.data() + at)
+          std::memcpy(into.data() + at, chunk.data(), chunk.size());
+        at += chunk.size();
+        co_return Res<void>{};
+      },
+      into.data());
+}
+
 // One read of a range in flight: it delivers the bytes [offset, offset + length). A direct
 // read covers the aligned window around them (at most one chunk: a chunk is a whole number
 // of blocks and the window starts at the block holding `offset`).
 struct Journal::ReadSlot {
   AlignedBuffer buffer;  // not zero-filled: every delivered byte is read into
   std::size_t capacity = 0;
+  std::uint8_t* into = nullptr;  // a read through the page cache into the caller's buffer
   std::uint64_t offset = 0;
   std::size_t length = 0;
   std::size_t skip = 0;  // bytes of the buffer before `offset` (a direct read's alignment)
   std::optional<io::IoResult<std::size_t>> result;  // bytes available from `offset`
   Signal done;
 
-  ByteView bytes() const { return ByteView(buffer.get() + skip, length); }
+  ByteView bytes() const {
+    return into ? ByteView(into, length) : ByteView(buffer.get() + skip, length);
+  }
   // The read's failure, or a journal shorter than the range.
   Res<void> check(std::uint64_t end) const {
     if (!*result) return ioError("read journal at " + std::to_string(offset), result->error());
@@ -264,7 +285,8 @@ bool Journal::readsDirectly(std::uint64_t start, std::uint64_t end) const {
 
 void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
                         std::uint64_t& nextOffset, std::uint64_t end, bool direct,
-                        std::function<void()> onDone) {
+                        std::function<void()> onDone, std::uint8_t* rangeInto,
+                        std::uint64_t rangeStart) {
   const std::size_t chunk = readChunk();
   if (direct && options_.cachedChunksFromCache) {
     // At least half of the chunk's pages cached: through the cache, which reads only the
@@ -284,7 +306,9 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
   slot.skip = direct ? static_cast<std::size_t>(nextOffset - alignDown(nextOffset)) : 0;
   std::size_t need =
       direct ? static_cast<std::size_t>(alignUp(stop) - alignDown(nextOffset)) : slot.length;
-  if (slot.capacity < need) {
+  // Through the page cache into the caller's buffer: the kernel's copy is the only one.
+  slot.into = !direct && rangeInto ? rangeInto + (nextOffset - rangeStart) : nullptr;
+  if (!slot.into && slot.capacity < need) {
     // need <= chunk. A read of more than half a chunk (a range's middle) takes a whole-chunk
     // buffer, recycled afterwards; a smaller one (a record, a range's ends) its own.
     if (need <= chunk / 2) {
@@ -312,7 +336,8 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
           if (*slot.result) **slot.result -= std::min(**slot.result, slot.skip);
         } else {
           slot.result = co_await uring_.readFull(
-              impl_->file.fd(), std::span<std::uint8_t>(slot.buffer.get(), slot.length),
+              impl_->file.fd(),
+              std::span<std::uint8_t>(slot.into ? slot.into : slot.buffer.get(), slot.length),
               slot.offset);
         }
         slot.done.notify();
@@ -323,7 +348,7 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
 
 asio::awaitable<Res<void>> Journal::readRangeAsync(
     std::uint64_t start, std::uint64_t end,
-    const std::function<asio::awaitable<Res<void>>(ByteView)>& sink) {
+    const std::function<asio::awaitable<Res<void>>(ByteView)>& sink, std::uint8_t* into) {
   const unsigned depth = std::max(1u, options_.readDepth);
   const bool direct = readsDirectly(start, end);
   auto executor = co_await asio::this_coro::executor;
@@ -332,7 +357,7 @@ asio::awaitable<Res<void>> Journal::readRangeAsync(
   unsigned launched = 0;             // reads started and not yet consumed
   auto launch = [&](ReadSlot& slot) {
     ++launched;
-    startRead(executor, slot, nextOffset, end, direct, {});
+    startRead(executor, slot, nextOffset, end, direct, {}, into, start);
   };
   for (auto& slot : slots) {
     if (nextOffset < end) launch(slot);
@@ -365,15 +390,15 @@ void Journal::recycle(std::vector<ReadSlot>& slots) {
 // round trip through the loop between two chunks that are both in memory. The loop only
 // hands read chunks over (in order) and starts a read into each buffer the hasher is done
 // with. Memory: readDepth buffers, as for any range read.
-asio::awaitable<Res<Sha256>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
-                                                Sha256 initial) {
+asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
+                                                    Sha256Lane initial) {
   // Everything the hasher task, the reads and the handlers they post touch lives here, owned
   // by all of them: if this frame unwinds early (an exception, a destroyed io_context), a
   // pool thread or a read still in the kernel never writes into freed memory.
   struct Feed {
-    explicit Feed(unsigned depth, Sha256 h) : slots(depth), hash(std::move(h)) {}
+    explicit Feed(unsigned depth, Sha256Lane h) : slots(depth), hash(h) {}
     std::vector<ReadSlot> slots;  // chunk k uses slots[k % depth]
-    Sha256 hash;                  // used by one hasher task at a time, then by the loop
+    Sha256Lane hash;              // used by one hasher task at a time, then by the loop
     std::mutex mutex;
     std::deque<ReadSlot*> ready;  // read, in order, waiting for the hasher (under mutex)
     bool hashing = false;         // a hasher task is on the pool (under mutex)
@@ -510,21 +535,32 @@ asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64
   // Start from the hash state of the longest prefix this process already read from the file
   // at or below `sequence` (the durable bytes below the end never change while we hold the
   // lock), so successive checkpoints read only what was appended since the last one.
-  Sha256 hash;
+  Sha256Lane hash;
   std::uint64_t from = 0;
   if (prefixMemo_ && prefixMemo_->sequence <= sequence) {
-    hash = prefixMemo_->hash.clone();
+    hash = prefixMemo_->hash;
     from = ends_[prefixMemo_->sequence];
   }
   // Hashing runs on the CPU pool while the next reads are in flight, so the disk, the hash
   // and the loop overlap.
-  auto read = co_await hashRange(from, length, std::move(hash));
+  auto read = co_await hashRange(from, length, hash);
   if (!read) co_return Failure<Error>{read.error()};
-  hash = std::move(*read);
-  if (!prefixMemo_ || prefixMemo_->sequence < sequence) {
-    prefixMemo_ = PrefixMemo{sequence, hash.clone()};
+  rememberPrefix(sequence, *read);
+  co_return Prefix{sequence, length, read->finish()};
+}
+
+std::optional<Sha256Lane> Journal::knownPrefix(std::uint64_t sequence) const {
+  if (sequence == 0) {
+    Sha256Lane hash;
+    hash.update(header_.bytes);
+    return hash;
   }
-  co_return Prefix{sequence, length, hash.finish()};
+  if (prefixMemo_ && prefixMemo_->sequence == sequence) return prefixMemo_->hash;
+  return std::nullopt;
+}
+
+void Journal::rememberPrefix(std::uint64_t sequence, const Sha256Lane& hash) {
+  if (!prefixMemo_ || prefixMemo_->sequence < sequence) prefixMemo_ = PrefixMemo{sequence, hash};
 }
 
 asio::awaitable<Res<Bytes>> Journal::record(std::uint64_t sequence) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "base/bytes.hpp"
@@ -77,15 +78,30 @@ class Journal {
   // The prefix at `sequence` (its length and SHA-256). The prefix's length is checked against
   // `byteCap` before any byte is read.
   boost::asio::awaitable<Res<Prefix>> prefix(std::uint64_t sequence, std::uint64_t byteCap);
+  // The SHA-256 state after the prefix at `sequence` when it is known without reading the
+  // file: at sequence 0 (the header's bytes), or where the longest prefix hashed so far ends.
+  std::optional<Sha256Lane> knownPrefix(std::uint64_t sequence) const;
+  // Records the state after the prefix at `sequence`, hashed by the caller from this journal's
+  // durable bytes (a checkpoint extends it over its segments' bodies as it hashes them);
+  // prefix() and knownPrefix() resume from the longest prefix recorded.
+  void rememberPrefix(std::uint64_t sequence, const Sha256Lane& hash);
   // Reads journal bytes [start, end) in order, `readDepth` reads in flight, passing each chunk
   // to `sink`; only durable bytes may be read.
   boost::asio::awaitable<Res<void>> readRange(std::uint64_t start, std::uint64_t end,
                                               const std::function<Res<void>(ByteView)>& sink);
   // The same with a sink that may suspend (e.g. to hash on the CPU pool); the reads already
-  // in flight continue meanwhile.
+  // in flight continue meanwhile. With `into` (room for end - start bytes), chunks read
+  // through the page cache are read into it, at their offset from `start`, and the sink gets
+  // views of it.
   boost::asio::awaitable<Res<void>> readRangeAsync(
       std::uint64_t start, std::uint64_t end,
-      const std::function<boost::asio::awaitable<Res<void>>(ByteView)>& sink);
+      const std::function<boost::asio::awaitable<Res<void>>(ByteView)>& sink,
+      std::uint8_t* into = nullptr);
+  // Reads journal bytes [start, end) into `into` (exactly that many bytes). Chunks read
+  // through the page cache land there directly; direct reads are copied from their aligned
+  // buffers.
+  boost::asio::awaitable<Res<void>> readRangeInto(std::uint64_t start, std::uint64_t end,
+                                                  std::span<std::uint8_t> into);
   // The payload of one durable record.
   boost::asio::awaitable<Res<Bytes>> record(std::uint64_t sequence);
 
@@ -121,10 +137,11 @@ class Journal {
   static constexpr std::size_t kMaxSpareReadBytes = std::size_t{32} << 20;
   void startRead(const boost::asio::any_io_executor& executor, ReadSlot& slot,
                  std::uint64_t& nextOffset, std::uint64_t end, bool direct,
-                 std::function<void()> onDone);
+                 std::function<void()> onDone, std::uint8_t* rangeInto = nullptr,
+                 std::uint64_t rangeStart = 0);
   // Reads [start, end) and continues `initial` with its bytes; returns the hash.
-  boost::asio::awaitable<Res<Sha256>> hashRange(std::uint64_t start, std::uint64_t end,
-                                                Sha256 initial);
+  boost::asio::awaitable<Res<Sha256Lane>> hashRange(std::uint64_t start, std::uint64_t end,
+                                                    Sha256Lane initial);
   boost::asio::awaitable<io::IoResult<std::size_t>> readDirect(std::uint8_t* buffer,
                                                                std::size_t capacity,
                                                                std::uint64_t offset,
@@ -139,7 +156,7 @@ class Journal {
   // The hash state after the longest prefix read so far (prefix() resumes from it).
   struct PrefixMemo {
     std::uint64_t sequence;
-    Sha256 hash;
+    Sha256Lane hash;
   };
   std::optional<PrefixMemo> prefixMemo_;
   std::uint64_t tornBytesCut_ = 0;

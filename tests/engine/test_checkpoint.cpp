@@ -14,6 +14,7 @@
 #include "base/sha256.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/format/keys.hpp"
+#include "engine/format/segment.hpp"
 #include "engine/journal.hpp"
 #include "engine/store/directory_store.hpp"
 #include "engine/store/intercept_store.hpp"
@@ -299,6 +300,108 @@ TEST_CASE("checkpoint: compaction keeps the cutoff in fewer segments", "[checkpo
   CHECK(f.verify(*compacted, true, f.journal.get()).ok());
   // Compaction needs a previous checkpoint and its exact cutoff.
   CHECK(f.checkpoint(std::nullopt, 1 << 20, opt).error().code == Errc::usage);
+}
+
+// The prefix a checkpoint declares, against the journal's own hash of its file from the start.
+void requireJournalPrefix(Fixture& f, const Manifest& m) {
+  f.journal->forgetPrefixProgress();
+  auto fromFile = f.runPrefix(m.prefix.sequence);
+  REQUIRE(fromFile.ok());
+  CHECK(m.prefix.length == fromFile->length);
+  CHECK(m.prefix.sha256 == fromFile->sha256);
+}
+
+TEST_CASE("checkpoint: the prefix hash is the journal's, extended over the segments or read apart",
+          "[checkpoint]") {
+  Fixture f;
+  // Where the journal knows a prefix's hash state without reading: the header, and the
+  // longest prefix hashed so far.
+  auto atZero = f.journal->knownPrefix(0);
+  REQUIRE(atZero.has_value());
+  CHECK(atZero->finish() == f.runPrefix(0)->sha256);
+  CHECK_FALSE(f.journal->knownPrefix(10).has_value());
+  auto at10 = f.runPrefix(10);
+  REQUIRE(at10.ok());
+  REQUIRE(f.journal->knownPrefix(10).has_value());
+  CHECK(f.journal->knownPrefix(10)->finish() == at10->sha256);
+  CHECK_FALSE(f.journal->knownPrefix(9).has_value());
+  f.journal->forgetPrefixProgress();
+
+  // A first checkpoint extends the header's state over its segments' bodies.
+  auto first = f.checkpoint();
+  REQUIRE(first.ok());
+  REQUIRE(f.journal->knownPrefix(4000).has_value());  // the state it ended with
+  CHECK(f.journal->knownPrefix(4000)->finish() == first->manifest.prefix.sha256);
+  requireJournalPrefix(f, first->manifest);
+  // The next one in this process extends the state the first one ended with.
+  REQUIRE(f.journal->knownPrefix(4000).has_value());
+  f.appendRecords(700, "second");
+  auto second = f.checkpoint(first->manifest);
+  REQUIRE(second.ok());
+  requireJournalPrefix(f, second->manifest);
+  CHECK(f.verify(*second, true, f.journal.get()).ok());
+
+  // Reopened, the journal knows no state at the cutoff: the prefix is read and hashed apart.
+  f.journal.reset();
+  f.journal = std::move(*runToCompletion(f.context, Journal::open(f.uring, f.dir.path() / "db")));
+  CHECK_FALSE(f.journal->knownPrefix(second->manifest.prefix.sequence).has_value());
+  f.appendRecords(300, "third");
+  auto third = f.checkpoint(second->manifest);
+  REQUIRE(third.ok());
+  requireJournalPrefix(f, third->manifest);
+  CHECK(f.verify(*third, true, f.journal.get()).ok());
+
+  // Where two hashes cannot interleave, the same (each segment hashed apart, in parallel).
+  f.appendRecords(300, "fourth");
+  REQUIRE(f.journal->knownPrefix(third->manifest.prefix.sequence).has_value());
+  Sha256Lane::forceOpenSslBlocks(true);
+  auto fourth = f.checkpoint(third->manifest);
+  Sha256Lane::forceOpenSslBlocks(false);
+  REQUIRE(fourth.ok());
+  requireJournalPrefix(f, fourth->manifest);
+
+  // A compaction starts again from the header, with the same prefix.
+  CheckpointOptions opt;
+  opt.compact = true;
+  auto compacted = f.checkpoint(fourth->manifest, 1 << 20, opt);
+  REQUIRE(compacted.ok());
+  CHECK(compacted->manifest.prefix.sha256 == fourth->manifest.prefix.sha256);
+  CHECK(f.verify(*compacted, true, f.journal.get()).ok());
+}
+
+TEST_CASE("checkpoint: a journal page damaged after the open never becomes a segment",
+          "[checkpoint]") {
+  for (bool openSsl : {false, true}) {
+    Fixture f;
+    {
+      // One payload byte of record 3000, changed in the file behind the open journal.
+      std::fstream file(f.dir.path() / "db" / "journal",
+                        std::ios::in | std::ios::out | std::ios::binary);
+      file.seekp(static_cast<std::streamoff>(f.journal->offsetAfter(3000) - 8));
+      file.put('!');
+    }
+    Sha256Lane::forceOpenSslBlocks(openSsl);
+    auto c = f.checkpoint();
+    Sha256Lane::forceOpenSslBlocks(false);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().code == Errc::format);
+    CHECK(c.error().message.find("does not form valid frames") != std::string::npos);
+    // No manifest was written, and every segment that was holds valid frames only.
+    int manifests = 0, segments = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(f.dir.path() / "store")) {
+      const std::string name = e.path().filename().string();
+      if (!e.is_regular_file()) continue;
+      manifests += name.find("-manifest-") != std::string::npos;
+      if (name.find("-segment-") == std::string::npos) continue;
+      ++segments;
+      std::ifstream in(e.path(), std::ios::binary);
+      Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      CHECK(decodeSegment(bytes).ok());
+    }
+    CHECK(manifests == 0);
+    CHECK(segments > 0);  // those before the damage (their uploads were under way)
+    CHECK(f.limits.bytes.inUse() == 0);
+  }
 }
 
 TEST_CASE("checkpoint: every damaged object fails verification with the right error",

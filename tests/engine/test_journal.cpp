@@ -80,6 +80,12 @@ struct Fixture {
     REQUIRE(r.ok());
     return got;
   }
+  // The bytes [start, end) as readRangeInto leaves them in a buffer that held other bytes.
+  Bytes readInto(Journal& j, std::uint64_t start, std::uint64_t end) {
+    Bytes got(end - start, 0xA5);
+    REQUIRE(runToCompletion(context, j.readRangeInto(start, end, got)).ok());
+    return got;
+  }
   Bytes record(Journal& j, std::uint64_t sequence) {
     auto r = runToCompletion(context, j.record(sequence));
     REQUIRE(r.ok());
@@ -287,9 +293,16 @@ TEST_CASE("journal: direct and buffered reads give the same prefixes and ranges"
                               {12'345, file.size()},
                               {0, file.size()},
                               {100, 300}}) {
-      CHECK(f.readRange(jj, start, end) == Bytes(file.begin() + static_cast<std::ptrdiff_t>(start),
-                                                 file.begin() + static_cast<std::ptrdiff_t>(end)));
+      const Bytes expected(file.begin() + static_cast<std::ptrdiff_t>(start),
+                           file.begin() + static_cast<std::ptrdiff_t>(end));
+      CHECK(f.readRange(jj, start, end) == expected);
+      // Read into a caller's buffer: cached chunks in place, direct ones copied there.
+      CHECK(f.readInto(jj, start, end) == expected);
     }
+    Bytes small(10);
+    auto wrongSize = runToCompletion(f.context, jj.readRangeInto(0, 11, small));
+    REQUIRE_FALSE(wrongSize.ok());
+    CHECK(wrongSize.error().code == Errc::usage);
     // A range beyond the file's end is an error, not a short success.
     auto past = runToCompletion(
         f.context, jj.readRange(0, file.size() + 100'000, [](ByteView) { return Res<void>{}; }));
@@ -360,6 +373,7 @@ TEST_CASE("journal: a chunk mostly in the page cache is read through it", "[jour
   for (std::uint64_t c = 2; c < chunks; ++c) REQUIRE(cachedIn(c) == perChunk - 1);
 
   CHECK(f.readRange(*j, 0, file.size()) == file);
+  CHECK(f.readInto(*j, 0, file.size()) == file);  // cached and direct chunks, into one buffer
   // The chunks at least half cached were read through the cache: their missing pages are
   // back. The first was read directly: still 7 pages of 16 (nothing before it reads ahead
   // into it).
