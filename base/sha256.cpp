@@ -31,12 +31,6 @@ void Sha256::update(ByteView bytes) {
   if (!bytes.empty()) checkSsl(EVP_DigestUpdate(state_->ctx, bytes.data(), bytes.size()));
 }
 
-Sha256 Sha256::clone() const {
-  Sha256 copy;
-  checkSsl(EVP_MD_CTX_copy_ex(copy.state_->ctx, state_->ctx));
-  return copy;
-}
-
 Digest Sha256::finish() {
   Digest d{};
   unsigned int n = 0;

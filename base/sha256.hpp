@@ -23,8 +23,6 @@ class Sha256 {
   Sha256& operator=(const Sha256&) = delete;
 
   void update(ByteView bytes);
-  // An independent hash in the same state (the same bytes fed so far).
-  Sha256 clone() const;
   // Finishes this hash; the object is reset and can be used again.
   Digest finish();
 

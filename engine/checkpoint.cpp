@@ -217,9 +217,10 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   std::vector<ManifestSegment> fresh =
       planSegments(ends, options.compact ? 0 : from, cutoff, options.segmentTargetBytes);
 
-  if (ends[cutoff] > limits::kMaxPrefixBytes) {
-    co_return err(Errc::format, "the prefix at sequence " + std::to_string(cutoff) +
-                                    " is longer than a manifest can describe");
+  if (ends[cutoff] > limits::kMaxPrefixBytes) {  // as Journal::prefix says it
+    co_return err(Errc::budget, "prefix at sequence " + std::to_string(cutoff) + " is " +
+                                    std::to_string(ends[cutoff]) + " bytes, over the cap of " +
+                                    std::to_string(limits::kMaxPrefixBytes));
   }
 
   InstalledCheckpoint out;
@@ -279,7 +280,14 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
     auto heldPermit = co_await held.acquire(1);
     auto bytesPermit = co_await limits.bytes.acquire(seg.objectLength);
     if (failure) break;
-    auto object = co_await readSegment(journal, journal.lineage(), seg, buffers);
+    std::optional<Res<Bytes>> read;
+    try {
+      read.emplace(co_await readSegment(journal, journal.lineage(), seg, buffers));
+    } catch (const std::exception& e) {
+      // (An allocation's.) This frame must outlive the uploads already started.
+      read.emplace(err(Errc::io, "segment " + std::to_string(seg.firstSequence) + ": " + e.what()));
+    }
+    auto& object = *read;
     if (!object) {
       if (!failure) failure = object.error();
       break;
@@ -298,24 +306,29 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
         executor,
         [&, &seg = seg, object = std::move(*object), h = std::move(heldPermit),
          b = std::move(bytesPermit)]() mutable -> asio::awaitable<void> {
-          Res<void> named;
-          if (!prefixLane) {  // the segments' hashes run in parallel
-            named = co_await checkAndNameOnPool(seg, object, nullptr);
-          }
-          std::optional<Res<Installed>> written;
-          if (!named) {
-            written.emplace(Failure<Error>{named.error()});
-          } else {
-            written.emplace(
-                co_await uploadSegment(store, ns, seg, object, uploads, limits, options));
+          Res<Installed> written = Installed::written;
+          try {
+            Res<void> named;
+            if (!prefixLane) {  // the segments' hashes run in parallel
+              named = co_await checkAndNameOnPool(seg, object, nullptr);
+            }
+            if (named) {
+              written = co_await uploadSegment(store, ns, seg, object, uploads, limits, options);
+            } else {
+              written = Failure<Error>{named.error()};
+            }
+          } catch (const std::exception& e) {
+            // The loop waits for every upload: this one must end, and count as ended.
+            written =
+                err(Errc::io, "segment " + std::to_string(seg.firstSequence) + ": " + e.what());
           }
           buffers.give(std::move(object));
-          if (!*written) {
-            if (!failure) failure = written->error();
-          } else if (**written == Installed::written) {
+          if (!written) {
+            if (!failure) failure = written.error();
+          } else if (*written == Installed::written) {
             ++out.segmentsWritten;
             out.bytesUploaded += seg.objectLength;
-          } else if (**written == Installed::reused) {
+          } else if (*written == Installed::reused) {
             ++out.segmentsReused;
           } else {
             ++out.objectsRewritten;
@@ -339,6 +352,7 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   if (prefixLane) {
     journal.rememberPrefix(cutoff, *prefixLane);  // the next checkpoint extends it
     prefix.emplace(Prefix{cutoff, ends[cutoff], prefixLane->finish()});
+    out.prefixWithSegments = !fresh.empty();
   }
   if (!*prefix) co_return Failure<Error>{prefix->error()};
 

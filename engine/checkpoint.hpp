@@ -55,6 +55,9 @@ struct InstalledCheckpoint {
   bool manifestReused = false;         // already present with identical bytes
   std::uint64_t objectsRewritten = 0;  // present, identical, but too old to rely on: rewritten
   std::uint64_t bytesUploaded = 0;     // segments and manifest, written or rewritten
+  // The prefix hash was extended over the new segments' bodies as they were hashed, from the
+  // state the journal knew at the first one: the journal was not read a second time.
+  bool prefixWithSegments = false;
 };
 
 // Journal cut points: the segments covering frames (fromSequence, toSequence], given the

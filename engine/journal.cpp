@@ -234,7 +234,7 @@ asio::awaitable<Res<void>> Journal::readRangeInto(std::uint64_t start, std::uint
     co_return err(Errc::usage, "a buffer of " + std::to_string(into.size()) +
                                    " bytes for a range of " + std::to_string(end - start));
   }
-  co_return co_await readRangeAsync(
+  co_return co_await readChunks(
       start, end,
       [&, at = std::size_t{0}](ByteView chunk) mutable -> asio::awaitable<Res<void>> {
         if (chunk.data() != into.data() + at)
@@ -347,6 +347,12 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
 }
 
 asio::awaitable<Res<void>> Journal::readRangeAsync(
+    std::uint64_t start, std::uint64_t end,
+    const std::function<asio::awaitable<Res<void>>(ByteView)>& sink) {
+  co_return co_await readChunks(start, end, sink, nullptr);
+}
+
+asio::awaitable<Res<void>> Journal::readChunks(
     std::uint64_t start, std::uint64_t end,
     const std::function<asio::awaitable<Res<void>>(ByteView)>& sink, std::uint8_t* into) {
   const unsigned depth = std::max(1u, options_.readDepth);

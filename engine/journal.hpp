@@ -90,13 +90,10 @@ class Journal {
   boost::asio::awaitable<Res<void>> readRange(std::uint64_t start, std::uint64_t end,
                                               const std::function<Res<void>(ByteView)>& sink);
   // The same with a sink that may suspend (e.g. to hash on the CPU pool); the reads already
-  // in flight continue meanwhile. With `into` (room for end - start bytes), chunks read
-  // through the page cache are read into it, at their offset from `start`, and the sink gets
-  // views of it.
+  // in flight continue meanwhile.
   boost::asio::awaitable<Res<void>> readRangeAsync(
       std::uint64_t start, std::uint64_t end,
-      const std::function<boost::asio::awaitable<Res<void>>(ByteView)>& sink,
-      std::uint8_t* into = nullptr);
+      const std::function<boost::asio::awaitable<Res<void>>(ByteView)>& sink);
   // Reads journal bytes [start, end) into `into` (exactly that many bytes). Chunks read
   // through the page cache land there directly; direct reads are copied from their aligned
   // buffers.
@@ -129,6 +126,11 @@ class Journal {
   boost::asio::awaitable<void> writeBatches();
   boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
   struct ReadSlot;
+  // readRangeAsync; with `into` (room for end - start bytes), chunks read through the page
+  // cache are read into it, at their offset from `start`, and the sink gets views of it.
+  boost::asio::awaitable<Res<void>> readChunks(
+      std::uint64_t start, std::uint64_t end,
+      const std::function<boost::asio::awaitable<Res<void>>(ByteView)>& sink, std::uint8_t* into);
   std::size_t readChunk() const;
   bool readsDirectly(std::uint64_t start, std::uint64_t end) const;
   // Keeps the chunk buffers of finished reads for the next reads (at most
