@@ -14,6 +14,10 @@ For a journal of MIB MiB of RECORD-byte records (default 1 GiB of 4 KiB):
      same files (to memory), so every figure is also a ratio to what the server gives; where a
      peer moved bytes faster than the bench (rclone's files, restic's pack files, each over
      its own bytes), the peer's rate is the ceiling;
+     The same GETs with each body hashed twice (cairn_s3_bench --hash-twice) are a floor of
+     any deep verification of this format: a verifier does at least that with every byte;
+     with a CRC32C of every 4 KiB and a comparison with the files (--compare-dir) as well,
+     the floor of one that also checks the frames and compares the journal, as it must;
   4. RSS: cairn's peak RSS in both steps, and again for a graph SMALL_MIB MiB large, to show
      it does not grow with the graph (SMALL_MIB should exceed the 256 MiB in flight).
 Every step runs ROUNDS times (default 3), in rounds that run each step once in the same
@@ -247,21 +251,26 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
             results["restic_read"] = (restic_mib, wall, cpu, rss)
 
             # The server's ceiling on the same files: many parallel plain PUTs and GETs, the
-            # best of cairn's own concurrency and CEILING connections.
-            for mode in ("upload", "download"):
+            # best of cairn's own concurrency and CEILING connections. Then two floors of any
+            # deep verification: the same GETs, each body hashed twice (the object's SHA-256
+            # and the prefix's, two interleaved lanes) and nothing else; and that with a
+            # CRC32C of every 4 KiB and a comparison with the file's bytes (mapped, no copy).
+            for name, mode, extra in (("ceiling_upload", "upload", ["--source-dir", files]),
+                                      ("ceiling_download", "download", []),
+                                      ("hashing_floor", "download", ["--hash-twice"]),
+                                      ("checking_floor", "download",
+                                       ["--hash-twice", "--compare-dir", files])):
                 best = None
                 for conc in sorted({TRANSFERS, CEILING}):
                     argv = [bench, mode, "--objects", str(full), "--size", size,
                             "--concurrency", str(conc),
-                            "--prefix", f"{run_id}/ceiling-r{r}-x{conc}"]
-                    if mode == "upload":
-                        argv += ["--source-dir", files]
-                    out, _, _, _ = timed(f"ceiling {mode} x{conc}", argv)
+                            "--prefix", f"{run_id}/ceiling-r{r}-x{conc}", *extra]
+                    out, _, _, _ = timed(f"{name.replace('_', ' ')} x{conc}", argv)
                     j = json.loads(out)
                     if best is None or j["mib_per_s"] > best["mib_per_s"]:
                         best = j
-                results[f"ceiling_{mode}"] = (best["bytes"] / (1 << 20), best["seconds"],
-                                              best["cpu_seconds"], 0)
+                results[name] = (best["bytes"] / (1 << 20), best["seconds"],
+                                 best["cpu_seconds"], 0)
             rounds.append(results)
             shutil.rmtree(db)
         shutil.rmtree(files)
@@ -321,6 +330,30 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
                   f"{span('of_ceiling', lambda x: f'{x:.0%}')} | "
                   f"{span('cpu', lambda x: f'{x:.1f}')} | "
                   f"{span('peer_cpu', lambda x: f'{x:.1f}')} |")
+    # The floors: what GETs that only hash each byte twice (and then also check and compare
+    # it) reach, against the same ceiling and restic. If a floor is below a goal, no
+    # verifier of this format that does that much can meet the goal on this machine.
+    for key, what in (("hashing_floor", "GETs whose bodies are only hashed twice"),
+                      ("checking_floor", "GETs whose bodies are hashed twice, CRC32C'd per "
+                                         "4 KiB and compared with the files")):
+        print(f"\nFloor: {what}, per round:\n")
+        print("| round | floor MiB/s | floor vs server ceiling | floor / restic | "
+              "cairn verify / floor | floor CPU s/GiB |")
+        print("|---|---|---|---|---|---|")
+        floors = []
+        for r, results in enumerate(rounds):
+            fmib, fwall, fcpu, _ = results[key]
+            floor = rate(fmib, fwall)
+            _, ceiling = fastest(results, down)
+            restic = rate(*results["restic_check"][:2])
+            verify = rate(*results["cairn_verify"][:2])
+            floors.append((floor / ceiling, floor / restic, verify / floor))
+            print(f"| {r + 1} | {floor:.0f} | {floor / ceiling:.0%} | {floor / restic:.2f}x | "
+                  f"{verify / floor:.0%} | {fcpu / (fmib / 1024):.1f} |")
+        if len(rounds) > 1:
+            cols = list(zip(*floors))
+            print(f"| median | | {median(cols[0]):.0%} | {median(cols[1]):.2f}x | "
+                  f"{median(cols[2]):.0%} | |")
     print(f"\ncairn max RSS for a {SMALL_MIB} MiB graph: checkpoint {rss_small_up:.0f} MiB, "
           f"verify {rss_small_verify:.0f} MiB; for {journal_mib:.0f} MiB: checkpoint "
           f"{max(r['cairn_up'][3] for r in rounds):.0f} MiB, verify "

@@ -8,6 +8,13 @@
 //             GET (base/buffer_pool.hpp); each body is checked for its size and, with
 //             --out-dir, written to <out-dir>/obj-NNNN (as rclone copy does; whole 4 KiB blocks
 //             with O_DIRECT, see writeFile) while the coroutine's next object downloads.
+//             With --hash-twice, each body is also hashed with SHA-256 twice over, as two
+//             interleaved lanes on the CPU pool (engine/cpu_pool.hpp): the least a deep
+//             verification of cairn's format does with every byte (the object's hash and the
+//             prefix hash it rebuilds), so its throughput bounds any verifier's on this store.
+//             With --compare-dir DIR as well, each body also gets a CRC32C of every 4 KiB (a
+//             record's frame check) and is compared with DIR/obj-NNNN, mapped (the journal's
+//             bytes, without a copy): the rest of what a deep verification must do with it.
 //   delete    removes the same keys (not timed for the comparison; cleanup).
 //   write     no network: writes --objects random bodies of --size bytes to <out-dir>/obj-NNNN
 //             exactly as download --out-dir does, so its CPU per GiB is what the file system
@@ -18,7 +25,9 @@
 // The store comes from S3_ENDPOINT, S3_REGION, S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY (and
 // S3_SESSION_TOKEN), as in shared/s3/README.md. perf/run_s3.sh runs it beside rclone.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -44,6 +53,9 @@
 
 #include "base/buffer_pool.hpp"
 #include "base/bytes.hpp"
+#include "base/crc32c.hpp"
+#include "base/sha256.hpp"
+#include "engine/cpu_pool.hpp"
 #include "io/file.hpp"
 #include "io/uring.hpp"
 #include "net/s3_client.hpp"
@@ -118,6 +130,8 @@ struct Options {
   std::string sourceDir;
   std::string outDir;
   std::uint64_t seed = 1;
+  bool hashTwice = false;
+  std::string compareDir;
 };
 
 using Stage = io::AlignedBuffer;
@@ -136,6 +150,7 @@ struct Run {
   unsigned done = 0;
   unsigned failures = 0;
   std::uint64_t bytes = 0;
+  std::uint8_t digestBits = 0;  // --hash-twice: the digests' bits, so they are used
   std::string firstError;
 
   std::string key(unsigned i) const { return opt->prefix + "/" + objectName(i); }
@@ -191,6 +206,22 @@ asio::awaitable<bool> writeObject(Run& run, unsigned i, ByteView body) {
   co_return false;
 }
 
+// Whether the file at `path` holds exactly `bytes`, compared through a read-only mapping.
+bool sameAsFile(const std::string& path, ByteView bytes) {
+  auto file = io::File::open(path, O_RDONLY);
+  if (!file) return false;
+  struct stat st {};
+  if (::fstat(file->fd(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != bytes.size()) {
+    return false;
+  }
+  if (bytes.empty()) return true;
+  void* map = ::mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, file->fd(), 0);
+  if (map == MAP_FAILED) return false;
+  const bool same = std::memcmp(map, bytes.data(), bytes.size()) == 0;
+  ::munmap(map, bytes.size());
+  return same;
+}
+
 asio::awaitable<void> worker(Run& run) {
   const Options& opt = *run.opt;
   Bytes unwritten;  // download --out-dir: the last body, not yet written
@@ -230,6 +261,31 @@ asio::awaitable<void> worker(Run& run) {
         run.noteFailure(i, o);
       } else {
         run.bytes += r.body.size();
+        if (opt.hashTwice) {
+          ByteView body(r.body);
+          Digest first{}, second{};
+          std::uint32_t crcs = 0;
+          bool equal = true;
+          std::string path = opt.compareDir.empty() ? "" : opt.compareDir + "/" + objectName(i);
+          co_await onCpuPool([&] {
+            Sha256Lane a, b;
+            updateTogether(a, body, b, body);
+            first = a.finish();
+            second = b.finish();
+            if (!path.empty()) {
+              for (std::size_t at = 0; at < body.size(); at += 4096) {
+                crcs ^= crc32c(body.subspan(at, std::min<std::size_t>(4096, body.size() - at)));
+              }
+              equal = sameAsFile(path, body);
+            }
+          });
+          run.digestBits ^= static_cast<std::uint8_t>(first[0] ^ second[0] ^ crcs);
+          if (!equal) {
+            net::S3Outcome o;
+            o.message = "differs from " + path;
+            run.noteFailure(i, o);
+          }
+        }
         if (!opt.outDir.empty()) {
           unwritten = std::move(r.body);
           unwrittenIndex = i;
@@ -289,7 +345,16 @@ int main(int argc, char** argv) {
   app.add_option("--source-dir", opt.sourceDir, "upload: read <dir>/obj-NNNN instead of random");
   app.add_option("--out-dir", opt.outDir, "download: write each object to <dir>/obj-NNNN");
   app.add_option("--seed", opt.seed, "random payload seed");
+  app.add_flag("--hash-twice", opt.hashTwice,
+               "download: SHA-256 each body twice (two interleaved lanes on the CPU pool)");
+  app.add_option("--compare-dir", opt.compareDir,
+                 "download --hash-twice: also CRC32C every 4 KiB of each body and compare it "
+                 "with <dir>/obj-NNNN");
   CLI11_PARSE(app, argc, argv);
+  if (!opt.compareDir.empty() && !opt.hashTwice) {
+    std::fprintf(stderr, "s3_bench: --compare-dir needs --hash-twice\n");
+    return 2;
+  }
 
   Run run;
   run.opt = &opt;
@@ -363,6 +428,9 @@ int main(int argc, char** argv) {
   json += ", \"objects\": " + std::to_string(opt.objects);
   json += ", \"object_bytes\": " + std::to_string(run.objectBytes);
   json += ", \"concurrency\": " + std::to_string(opt.concurrency);
+  json += ", \"hash_twice\": " + std::string(opt.hashTwice ? "true" : "false");
+  json += ", \"compared\": " + std::string(opt.compareDir.empty() ? "false" : "true");
+  json += ", \"digest_bits\": " + std::to_string(run.digestBits);
   json += ", \"bytes\": " + std::to_string(run.bytes);
   json += ", \"seconds\": " + fmt(seconds);
   json += ", \"mib_per_s\": " + fmt(seconds > 0 ? mib / seconds : NAN);
