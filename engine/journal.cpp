@@ -57,6 +57,7 @@ struct Journal::Impl {
   io::File direct;
   Batch pending;
   std::uint64_t nextSequence = 1;  // sequence the next append gets
+  bool scanned = false;            // scan() has succeeded: the records are known
   std::size_t waiting = 0;         // appenders suspended in append()
   bool writing = false;
   std::optional<Error> failed;  // set once a write or sync failed; the journal is then read-only
@@ -139,6 +140,15 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
 
 asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, const fs::path& dir,
                                                              JournalOptions options) {
+  auto j = co_await openUnscanned(uring, dir, options);
+  if (!j) co_return std::move(j);
+  if (auto scanned = co_await (*j)->scan(); !scanned) co_return Failure<Error>{scanned.error()};
+  co_return std::move(j);
+}
+
+asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring& uring,
+                                                                      const fs::path& dir,
+                                                                      JournalOptions options) {
   std::unique_ptr<Journal> j(new Journal(uring, options));
   auto lock = io::DirectoryLock::acquire(dir);
   if (!lock) {
@@ -166,9 +176,6 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
       j->impl_->direct = std::move(*direct);
     }
   }
-  auto size = j->impl_->file.size();
-  if (!size) co_return ioError("stat journal", size.error());
-
   // Header: 16 bytes say how long it is; then the whole of it.
   std::uint8_t first[16];
   auto n = co_await uring.readFull(j->impl_->file.fd(), first, 0);
@@ -184,12 +191,17 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
   j->header_ = std::move(*header);
   j->lineage_ = j->header_.lineageId();
   j->ends_.push_back(*headerLength);
-
-  if (auto scanned = co_await j->scanFrames(*size); !scanned) {
-    co_return Failure<Error>{scanned.error()};
-  }
-  j->impl_->nextSequence = j->endSequence() + 1;
   co_return j;
+}
+
+asio::awaitable<Res<void>> Journal::scan() {
+  if (impl_->scanned) co_return err(Errc::usage, "the journal's frames were scanned already");
+  auto size = impl_->file.size();
+  if (!size) co_return ioError("stat journal", size.error());
+  if (auto scanned = co_await scanFrames(*size); !scanned) co_return scanned;
+  impl_->nextSequence = endSequence() + 1;
+  impl_->scanned = true;
+  co_return Res<void>{};
 }
 
 // Reads every frame after the header, recording where each ends. A fault is a torn tail (cut)
@@ -590,6 +602,7 @@ asio::awaitable<Res<Bytes>> Journal::record(std::uint64_t sequence) {
 asio::awaitable<Res<std::uint64_t>> Journal::append(ByteView payload) {
   Impl& s = *impl_;
   if (s.failed) co_return Failure<Error>{*s.failed};
+  if (!s.scanned) co_return err(Errc::usage, "the journal's frames are not scanned yet");
   if (payload.size() > limits::kMaxPayloadBytes) {
     co_return err(Errc::usage,
                   "record of " + std::to_string(payload.size()) + " bytes exceeds the 16 MiB cap");

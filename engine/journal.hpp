@@ -64,9 +64,19 @@ class Journal {
       io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
       JournalOptions options = {});
   // Opens an existing journal: takes the directory lock (Errc::busy if another owner holds
-  // it), checks the header and every frame, and cuts a torn tail.
+  // it), checks the header and every frame, and cuts a torn tail. The same as
+  // openUnscanned() followed by scan().
   static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> open(
       io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
+  // The first half of open(): the lock and the header (lineage() and header() are known).
+  // Until scan() has succeeded the journal has no records (endSequence() is 0, append()
+  // fails), but its bytes can be read with readRange*(): bytes no scan has checked, for a
+  // caller that checks them itself (a deep verification compares them with checked segments
+  // while the scan runs).
+  static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> openUnscanned(
+      io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
+  // The second half: checks every frame, records where each ends, and cuts a torn tail. Once.
+  boost::asio::awaitable<Res<void>> scan();
 
   ~Journal();
   Journal(const Journal&) = delete;

@@ -87,9 +87,10 @@ asio::awaitable<Res<void>> compareWithJournal(Journal& journal, const std::strin
   co_return Res<void>{};
 }
 
-// The journal's lineage, header bytes and prefix at the checkpoint's cutoff are the
-// manifest's: checked before any of its bytes are compared.
-Res<void> checkJournal(const Journal& journal, const Manifest& m, const std::string& manifestKey) {
+// The journal's lineage and header bytes are the manifest's: checked before any of its bytes
+// are compared.
+Res<void> checkJournalIdentity(const Journal& journal, const Manifest& m,
+                               const std::string& manifestKey) {
   if (journal.lineage() != m.lineage) {
     return Failure<Error>{
         Error{Errc::diverged, "the checkpoint's lineage is not the journal's", manifestKey}};
@@ -98,6 +99,12 @@ Res<void> checkJournal(const Journal& journal, const Manifest& m, const std::str
     return Failure<Error>{
         Error{Errc::diverged, "the checkpoint's journal header is not the journal's", manifestKey}};
   }
+  return {};
+}
+
+// The journal's prefix at the checkpoint's cutoff is the manifest's (its records known).
+Res<void> checkJournalPrefix(const Journal& journal, const Manifest& m,
+                             const std::string& manifestKey) {
   if (m.prefix.sequence > journal.endSequence()) {
     return Failure<Error>{
         Error{Errc::diverged,
@@ -116,26 +123,22 @@ Res<void> checkJournal(const Journal& journal, const Manifest& m, const std::str
   return {};
 }
 
-// The journal to compare with, opened (if it was still opening) and checked once; every
-// later caller gets the same answer. Callers queue on the mutex while the first one waits.
+// The journal's own verdict: its scan's (if it was still scanning), then its prefix at the
+// cutoff. Taken once (by the verification's own coroutine); later calls get the same answer.
 struct JournalGate {
   const JournalSource& source;
   const Manifest& manifest;
   const std::string& manifestKey;
-  AsyncMutex mutex;
-  std::optional<Res<Journal*>> checked;
+  std::optional<Res<void>> verdict;
 
-  asio::awaitable<Res<Journal*>> get() {
-    auto guard = co_await mutex.lock();
-    if (!checked) {
-      Res<Journal*> j{source.journal()};
-      if (!source.isOpen()) j = co_await source.open()();  // (GCC 12: no co_await in ?:)
-      if (j) {
-        if (auto ok = checkJournal(**j, manifest, manifestKey); !ok) j = Failure<Error>{ok.error()};
-      }
-      checked.emplace(std::move(j));
+  asio::awaitable<Res<void>> get() {
+    if (!verdict) {
+      Res<void> v;
+      if (source.scanned()) v = co_await source.scanned()();
+      if (v) v = checkJournalPrefix(*source.journal(), manifest, manifestKey);
+      verdict.emplace(std::move(v));
     }
-    co_return *checked;
+    co_return *verdict;
   }
 };
 
@@ -211,12 +214,18 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   // The journal is compared byte for byte with the segments (each segment's range is read
   // while its object is in memory): equal bytes have the rebuilt prefix hash, which is
   // checked against the manifest below, so the journal is not hashed a third time. Its
-  // lineage, header and prefix are checked first: before any segment request when it is open
-  // already, else once it has opened, before the first comparison.
+  // lineage and header are checked before any segment request; its prefix at the cutoff then
+  // too when it is open, else once its scan is done (the comparisons do not wait for it:
+  // bytes equal to a checked segment's are checked).
   JournalGate gate{journal, m, manifestKey};
   const bool compare = journal.present() && options.deep;
-  if (compare && journal.isOpen()) {
-    if (auto ok = co_await gate.get(); !ok) co_return Failure<Error>{ok.error()};
+  if (compare) {
+    if (auto ok = checkJournalIdentity(*journal.journal(), m, manifestKey); !ok) {
+      co_return Failure<Error>{ok.error()};
+    }
+    if (journal.isOpen()) {
+      if (auto ok = co_await gate.get(); !ok) co_return Failure<Error>{ok.error()};
+    }
   }
 
   // Segments: fetched concurrently (bounded by the in-flight limits), checked in order, into
@@ -274,12 +283,8 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                       if (!Sha256Lane::interleaves()) fetches[i].objectSha256 = sha256(bytes);
                     });
                     if (compare && *fetches[i].check && !failure) {
-                      auto j = co_await gate.get();
-                      if (!j) {
-                        fetches[i].check.emplace(Failure<Error>{j.error()});
-                      } else {
-                        fetches[i].check.emplace(co_await compareWithJournal(**j, key, seg, bytes));
-                      }
+                      fetches[i].check.emplace(
+                          co_await compareWithJournal(*journal.journal(), key, seg, bytes));
                     }
                   }
                 } else {
@@ -400,9 +405,9 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     allFinished.reset();
     co_await allFinished.wait();
   }
-  // What the journal says comes before what the segments said, as when it was checked
-  // before the first request; and a graph without segments compares nothing, but its prefix
-  // is still the journal's.
+  // What the journal says (its scan, its prefix) comes before what the segments said, as
+  // when it was checked before the first request; and a graph without segments compares
+  // nothing, but its prefix is still the journal's.
   if (compare) {
     if (auto ok = co_await gate.get(); !ok) co_return Failure<Error>{ok.error()};
   }

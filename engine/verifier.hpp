@@ -46,34 +46,37 @@ struct VerifiedGraph {
 
 using ProgressFn = std::function<void(const VerifyProgress&)>;
 
-// The journal a deep verification compares the graph with: none, one already open, or one
-// still opening. Opening scans every frame of the journal (about 0.3 s per GiB here), so the
-// command line opens it while the graph downloads: the segments are fetched and checked
-// meanwhile, and the first comparison waits for it. `open` is called once; its failure is
-// the verification's.
+// The journal a deep verification compares the graph with: none, one open, or one whose
+// frames are still being scanned (Journal::openUnscanned, then Journal::scan). Scanning every
+// frame takes about 0.3 s per GiB here, so the command line scans while the graph downloads
+// and is compared: the comparisons read the journal's bytes meanwhile (equal to a checked
+// segment's, they are checked), and the scan's verdict, then the journal's prefix at the
+// checkpoint's cutoff, are checked once the segments are done, before anything the segments
+// found. `scanned` is called once.
 class JournalSource {
  public:
-  using OpenFn = std::function<boost::asio::awaitable<Res<Journal*>>()>;
+  using ScanFn = std::function<boost::asio::awaitable<Res<void>>()>;
   JournalSource(Journal* journal = nullptr) : journal_(journal) {}  // NOLINT: implicit
-  static JournalSource opening(OpenFn open) {
-    JournalSource s;
-    s.open_ = std::move(open);
+  static JournalSource scanning(Journal* journal, ScanFn scanned) {
+    JournalSource s(journal);
+    s.scanned_ = std::move(scanned);
     return s;
   }
-  bool present() const { return journal_ != nullptr || open_ != nullptr; }
-  bool isOpen() const { return journal_ != nullptr; }
+  bool present() const { return journal_ != nullptr; }
+  // Open, its frames scanned: its records are known.
+  bool isOpen() const { return journal_ != nullptr && !scanned_; }
   Journal* journal() const { return journal_; }
-  const OpenFn& open() const { return open_; }
+  const ScanFn& scanned() const { return scanned_; }
 
  private:
   Journal* journal_ = nullptr;
-  OpenFn open_;
+  ScanFn scanned_;
 };
 
 // Verifies the graph of `head`: the manifest it names (bound by bindManifest) and below.
 // With a journal and deep verification, the journal's prefix at the head's cutoff must equal
-// the checkpoint's (an open journal is checked before the first segment request, one still
-// opening before the first comparison).
+// the checkpoint's (an open journal is checked before the first segment request; one still
+// scanning, its lineage and header then, its prefix once the segments are done).
 boost::asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(
     ObjectStore& store, const Head& head, JournalSource journal, EngineLimits& limits,
     OperationBudget& budget, const VerifyOptions& options, const ProgressFn& progress = {});

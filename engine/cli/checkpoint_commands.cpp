@@ -188,7 +188,7 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
     co_return Failure<Error>{
         Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
   }
-  if (source.isOpen()) {  // (one still opening checks this when it has opened)
+  if (source.journal()) {  // (its lineage is known while its frames are scanned)
     if (auto ok = headBinds(head, *source.journal(), o.ns); !ok)
       co_return Failure<Error>{ok.error()};
   }
@@ -199,54 +199,51 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
 asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   auto start = Clock::now();
   auto fail = [&](const Error& e) { return reportJson(opt.json, e, secondsSince(start)); };
-  // The journal opens (its lock, then a scan of every frame: about 0.3 s per GiB) while the
-  // store opens and, for a deep verification, while the graph downloads: its first
-  // comparison waits for it. Its failure is reported before any other, as when it opened
-  // first; a shallow verification, which only reads sizes, waits for it before starting.
-  std::unique_ptr<Journal> journal;
-  std::optional<Error> openFailed;
-  Signal opened;
+  // The journal opens first (its lock and header); its frames are scanned (about 0.3 s per
+  // GiB) while the store opens and, for a deep verification, while the graph downloads and
+  // is compared with it. The scan's failure is reported before any other, as when the
+  // journal opened first; a shallow verification, which only reads sizes, waits for it
+  // before starting.
+  auto opened = co_await Journal::openUnscanned(uring, opt.dir);
+  if (!opened) co_return fail(opened.error());
+  std::unique_ptr<Journal> journal = std::move(*opened);
+  std::optional<Error> scanFailed;
+  Signal scanned;
   asio::co_spawn(
       co_await asio::this_coro::executor,
       [&]() -> asio::awaitable<void> {
-        auto j = co_await Journal::open(uring, opt.dir);
-        if (j) {
-          journal = std::move(*j);
-        } else {
-          openFailed = j.error();
-        }
-        opened.notify();
+        if (auto ok = co_await journal->scan(); !ok) scanFailed = ok.error();
+        scanned.notify();
       },
       [&](const std::exception_ptr& e) {  // (thrown before notify: report it, do not hang)
         if (!e) return;
         try {
           std::rethrow_exception(e);
         } catch (const std::exception& x) {
-          openFailed = Error{Errc::io, std::string("cannot open the journal: ") + x.what()};
+          scanFailed = Error{Errc::io, std::string("cannot scan the journal: ") + x.what()};
         }
-        opened.notify();
+        scanned.notify();
       });
   std::optional<Head> head;
   Res<VerifiedGraph> graph = err(Errc::usage, "nothing verified");
   auto o = co_await openStoreOf(uring, opt);
-  if (!opt.deep) co_await opened.wait();
+  if (!opt.deep) co_await scanned.wait();
   if (!o) {
     graph = Failure<Error>{o.error()};
-  } else if (!(opened.isSet() && openFailed)) {
+  } else if (!(scanned.isSet() && scanFailed)) {
     JournalSource source(journal.get());
-    if (!opened.isSet()) {
-      source = JournalSource::opening([&]() -> asio::awaitable<Res<Journal*>> {
-        co_await opened.wait();
-        if (openFailed) co_return Failure<Error>{*openFailed};
-        if (auto ok = headBinds(head, *journal, o->ns); !ok) co_return Failure<Error>{ok.error()};
-        co_return journal.get();
+    if (!scanned.isSet()) {
+      source = JournalSource::scanning(journal.get(), [&]() -> asio::awaitable<Res<void>> {
+        co_await scanned.wait();
+        if (scanFailed) co_return Failure<Error>{*scanFailed};
+        co_return Res<void>{};
       });
     }
     auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
     graph = co_await verifyNamed(opt, *o, std::move(source), head, progress);
   }
-  co_await opened.wait();  // (the verification may have failed before it needed the journal)
-  if (openFailed) co_return fail(*openFailed);
+  co_await scanned.wait();  // (the verification may have failed before it needed the scan)
+  if (scanFailed) co_return fail(*scanFailed);
   if (o) {
     if (auto ok = headBinds(head, *journal, o->ns); !ok) co_return fail(ok.error());
   }

@@ -555,41 +555,38 @@ TEST_CASE("checkpoint: a journal with another history fails only the journal com
   CHECK(tooShort.error().code == Errc::diverged);
 }
 
-TEST_CASE("verification: segments download while the journal opens, the comparison waits",
+TEST_CASE("verification: segments are compared while the journal is scanned, its verdict first",
           "[checkpoint]") {
   Fixture f(4000);
   auto c = f.checkpoint(std::nullopt, 16 << 10);
   REQUIRE(c.ok());
   REQUIRE(c->manifest.segments.size() >= 8);
   CountingStore counting(*f.store);
-  int opens = 0;
-  int requestsAtOpen = -1;
-  // A journal that takes until the store has served the manifest and two segments to open
-  // (at most 5 s: a verification that waited for it first fails the check below).
-  auto opening = [&](Res<Journal*> result) {
-    return JournalSource::opening([&, result]() -> asio::awaitable<Res<Journal*>> {
-      ++opens;
-      asio::steady_timer timer(co_await asio::this_coro::executor);
-      for (int i = 0; i < 5000 && counting.requests < 3; ++i) {
-        timer.expires_after(std::chrono::milliseconds(1));
-        co_await timer.async_wait(asio::use_awaitable);
-      }
-      requestsAtOpen = counting.requests;
+  int scans = 0;
+  int requestsAtScan = -1;
+  // A journal whose frames are still being scanned: its bytes are compared meanwhile, and
+  // the scan's verdict (`result`) is asked for once the segments are done.
+  auto scanning = [&](Journal* j, Res<void> result) {
+    return JournalSource::scanning(j, [&, result]() -> asio::awaitable<Res<void>> {
+      ++scans;
+      requestsAtScan = counting.requests;
       co_return result;
     });
   };
-  auto ok = f.verify(*c, true, opening(f.journal.get()), &counting);
+  auto ok = f.verify(*c, true, scanning(f.journal.get(), {}), &counting);
   REQUIRE(ok.ok());
-  Sha256Lane::forceOpenSslBlocks(true);  // each object hashed by its fetch
-  auto notInterleaved = f.verify(*c, true, f.journal.get());
-  Sha256Lane::forceOpenSslBlocks(false);
-  CHECK(notInterleaved.ok());
-  CHECK(opens == 1);  // once, however many segments wait for it
-  CHECK(requestsAtOpen >= 3);
+  CHECK(scans == 1);
+  // Every segment was fetched (and compared) before the scan's verdict was asked for.
+  CHECK(requestsAtScan == static_cast<int>(1 + c->manifest.segments.size()));
   CHECK(ok->objects == 1 + c->manifest.segments.size());
   CHECK(f.limits.bytes.inUse() == 0);
+  Sha256Lane::forceOpenSslBlocks(true);  // each object hashed by its fetch
+  auto notInterleaved = f.verify(*c, true, scanning(f.journal.get(), {}));
+  Sha256Lane::forceOpenSslBlocks(false);
+  CHECK(notInterleaved.ok());
 
-  // A journal of another history, found once it has opened.
+  // A journal of another history (same header, same length): found by the comparison while
+  // the scan runs.
   io::test::TempDir other;
   auto b =
       std::move(*runToCompletion(f.context, Journal::create(f.uring, other.path() / "db", u"db")));
@@ -599,17 +596,18 @@ TEST_CASE("verification: segments download while the journal opens, the comparis
   std::swap(f.journal, b);
   REQUIRE(b->offsetAfter(4000) == f.journal->offsetAfter(4000));
   counting.requests = 0;
-  auto diverged = f.verify(*c, true, opening(b.get()), &counting);
+  auto diverged = f.verify(*c, true, scanning(b.get(), {}), &counting);
   REQUIRE_FALSE(diverged.ok());
   CHECK(diverged.error().code == Errc::diverged);
   CHECK(diverged.error().key == keys::segment(f.ns, c->manifest.segments.front().objectSha256));
 
-  // A journal too short for the checkpoint: its prefix is checked before any comparison.
+  // A journal too short for the checkpoint: its bytes end before the first segment's, and
+  // its prefix, checked once its scan is done, is reported before what the comparison found.
   io::test::TempDir third;
   auto shorter =
       std::move(*runToCompletion(f.context, Journal::create(f.uring, third.path() / "db", u"db")));
   counting.requests = 0;
-  auto tooShort = f.verify(*c, true, opening(shorter.get()), &counting);
+  auto tooShort = f.verify(*c, true, scanning(shorter.get(), {}), &counting);
   REQUIRE_FALSE(tooShort.ok());
   CHECK(tooShort.error().code == Errc::diverged);
   CHECK(tooShort.error().key == keys::manifest(f.ns, c->manifestSha256));
@@ -618,38 +616,47 @@ TEST_CASE("verification: segments download while the journal opens, the comparis
   // before the first request.
   std::filesystem::rename(f.objectPath(keys::segment(f.ns, c->manifest.segments[1].objectSha256)),
                           f.objectPath("moved-away"));
-  auto both = f.verify(*c, true, opening(shorter.get()), &counting);
+  auto both = f.verify(*c, true, scanning(shorter.get(), {}), &counting);
   REQUIRE_FALSE(both.ok());
   CHECK(both.error().code == Errc::diverged);
+  CHECK(both.error().key == keys::manifest(f.ns, c->manifestSha256));
+
+  // A scan that finds the journal damaged fails the verification with its own error, before
+  // the missing segment's.
+  scans = 0;
+  counting.requests = 0;
+  auto damaged =
+      f.verify(*c, true, scanning(f.journal.get(), err(Errc::format, "damaged")), &counting);
+  REQUIRE_FALSE(damaged.ok());
+  CHECK(damaged.error().code == Errc::format);
+  CHECK(scans == 1);
+  CHECK(f.limits.bytes.inUse() == 0);
+  CHECK(f.limits.requests.inUse() == 0);
   std::filesystem::rename(f.objectPath("moved-away"),
                           f.objectPath(keys::segment(f.ns, c->manifest.segments[1].objectSha256)));
 
-  // A journal that fails to open fails the verification with its own error.
-  opens = 0;
+  // A journal of another lineage is refused before any segment request.
+  Fixture another(0, u"another");
   counting.requests = 0;
-  auto failed = f.verify(*c, true, opening(err(Errc::busy, "owned by another process")), &counting);
-  REQUIRE_FALSE(failed.ok());
-  CHECK(failed.error().code == Errc::busy);
-  CHECK(opens == 1);
-  CHECK(f.limits.bytes.inUse() == 0);
-  CHECK(f.limits.requests.inUse() == 0);
+  scans = 0;
+  auto foreignLineage = f.verify(*c, true, scanning(another.journal.get(), {}), &counting);
+  REQUIRE_FALSE(foreignLineage.ok());
+  CHECK(foreignLineage.error().code == Errc::diverged);
+  CHECK(counting.requests == 1);  // the manifest only
+  CHECK(scans == 0);
 
-  // A shallow verification compares nothing and does not wait for the journal.
-  opens = 0;
-  CHECK(f.verify(*c, false, opening(f.journal.get())).ok());
-  CHECK(opens == 0);
+  // A shallow verification compares nothing and does not ask for the scan's verdict.
+  scans = 0;
+  CHECK(f.verify(*c, false, scanning(f.journal.get(), {})).ok());
+  CHECK(scans == 0);
 
   // A graph without segments compares no bytes, but the journal is still checked against it.
   Fixture empty(0);
-  Fixture another(0, u"another");
   auto none = empty.checkpoint();
   REQUIRE(none.ok());
   REQUIRE(none->manifest.segments.empty());
-  auto opened = [](Journal* j) {
-    return JournalSource::opening([j]() -> asio::awaitable<Res<Journal*>> { co_return j; });
-  };
-  CHECK(empty.verify(*none, true, opened(empty.journal.get())).ok());
-  auto foreign = empty.verify(*none, true, opened(another.journal.get()));
+  CHECK(empty.verify(*none, true, scanning(empty.journal.get(), {})).ok());
+  auto foreign = empty.verify(*none, true, scanning(another.journal.get(), {}));
   REQUIRE_FALSE(foreign.ok());
   CHECK(foreign.error().code == Errc::diverged);
 }
