@@ -57,6 +57,7 @@ struct Journal::Impl {
   io::File direct;
   Batch pending;
   std::uint64_t nextSequence = 1;  // sequence the next append gets
+  bool scanStarted = false;        // scan() was called (it runs once, whatever its outcome)
   bool scanned = false;            // scan() has succeeded: the records are known
   std::size_t waiting = 0;         // appenders suspended in append()
   bool writing = false;
@@ -195,7 +196,8 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring&
 }
 
 asio::awaitable<Res<void>> Journal::scan() {
-  if (impl_->scanned) co_return err(Errc::usage, "the journal's frames were scanned already");
+  if (impl_->scanStarted) co_return err(Errc::usage, "the journal's frames were scanned already");
+  impl_->scanStarted = true;
   auto size = impl_->file.size();
   if (!size) co_return ioError("stat journal", size.error());
   if (auto scanned = co_await scanFrames(*size); !scanned) co_return scanned;
@@ -207,10 +209,14 @@ asio::awaitable<Res<void>> Journal::scan() {
 // Reads every frame after the header, recording where each ends. A fault is a torn tail (cut)
 // only when it lies within the last kMaxUnsyncedBytes of the file: at most one batch is ever
 // unsynced, so damage farther from the end was acknowledged and is reported, never skipped.
+// The frames' ends join ends_ only if the scan succeeds: until then the journal knows no
+// records.
 asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
   std::uint64_t start = ends_.back();
+  std::vector<std::uint64_t> ends;
   FrameScanner scanner(start, 1);
-  scanner.onFrame([this](std::uint64_t, std::uint64_t end) { ends_.push_back(end); });
+  scanner.onFrame([&ends](std::uint64_t, std::uint64_t end) { ends.push_back(end); });
+  auto keep = [&] { ends_.insert(ends_.end(), ends.begin(), ends.end()); };
   std::optional<Error> fault;
   auto read = co_await readRange(start, fileSize, [&](ByteView chunk) -> Res<void> {
     auto ok = scanner.feed(chunk);
@@ -219,7 +225,10 @@ asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
   });
   if (!read && !fault) co_return read;
   std::uint64_t boundary = scanner.boundaryOffset();
-  if (boundary == fileSize) co_return Res<void>{};
+  if (boundary == fileSize) {
+    keep();
+    co_return Res<void>{};
+  }
   if (fileSize - boundary > kMaxUnsyncedBytes) {
     co_return err(Errc::format,
                   "journal damaged before its tail: " +
@@ -231,6 +240,7 @@ asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
   if (auto t = impl_->file.truncate(boundary); !t) co_return ioError("truncate", t.error());
   if (auto s = co_await uring_.fsync(impl_->file.fd()); !s) co_return ioError("fsync", s.error());
   tornBytesCut_ = fileSize - boundary;
+  keep();
   co_return Res<void>{};
 }
 
@@ -538,6 +548,8 @@ asio::awaitable<io::IoResult<std::size_t>> Journal::readDirect(std::uint8_t* buf
 }
 
 bool Journal::directReads() const { return impl_->direct.isOpen(); }
+
+bool Journal::scanned() const { return impl_->scanned; }
 
 asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64_t byteCap) {
   if (sequence > endSequence()) {

@@ -69,14 +69,17 @@ class Journal {
   static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> open(
       io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
   // The first half of open(): the lock and the header (lineage() and header() are known).
-  // Until scan() has succeeded the journal has no records (endSequence() is 0, append()
-  // fails), but its bytes can be read with readRange*(): bytes no scan has checked, for a
-  // caller that checks them itself (a deep verification compares them with checked segments
-  // while the scan runs).
+  // Until scan() has succeeded the journal knows no records (endSequence() is 0, also while
+  // the scan runs and after it failed; append() fails), but its bytes can be read with
+  // readRange*(): bytes no scan has checked, for a caller that checks them itself (a deep
+  // verification compares them with checked segments while the scan runs).
   static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> openUnscanned(
       io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
-  // The second half: checks every frame, records where each ends, and cuts a torn tail. Once.
+  // The second half: checks every frame, records where each ends, and cuts a torn tail. Runs
+  // once: a second call fails with Errc::usage, whatever the first one's outcome.
   boost::asio::awaitable<Res<void>> scan();
+  // Whether scan() (or open()) has succeeded: the journal's records are known.
+  bool scanned() const;
 
   ~Journal();
   Journal(const Journal&) = delete;
@@ -119,7 +122,7 @@ class Journal {
   std::uint64_t endOffset() const { return ends_.back(); }
   // Offset just after frame `sequence` (sequence 0: the header's length).
   std::uint64_t offsetAfter(std::uint64_t sequence) const { return ends_.at(sequence); }
-  // Bytes cut from a torn tail when the journal was opened.
+  // Bytes cut from a torn tail by the scan when the journal was opened.
   std::uint64_t tornBytesCut() const { return tornBytesCut_; }
   // Statistics of group commit.
   std::uint64_t batchesWritten() const { return batches_; }

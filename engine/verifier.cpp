@@ -123,24 +123,18 @@ Res<void> checkJournalPrefix(const Journal& journal, const Manifest& m,
   return {};
 }
 
-// The journal's own verdict: its scan's (if it was still scanning), then its prefix at the
-// cutoff. Taken once (by the verification's own coroutine); later calls get the same answer.
-struct JournalGate {
-  const JournalSource& source;
-  const Manifest& manifest;
-  const std::string& manifestKey;
-  std::optional<Res<void>> verdict;
-
-  asio::awaitable<Res<void>> get() {
-    if (!verdict) {
-      Res<void> v;
-      if (source.scanned()) v = co_await source.scanned()();
-      if (v) v = checkJournalPrefix(*source.journal(), manifest, manifestKey);
-      verdict.emplace(std::move(v));
-    }
-    co_return *verdict;
+// The journal's own verdict: its scan's (awaited, if it was still scanning; a journal passed
+// as open must have been scanned), then its prefix at the cutoff. A scanning source's verdict
+// is asked for once, after the segments.
+asio::awaitable<Res<void>> journalVerdict(const JournalSource& source, const Manifest& m,
+                                          const std::string& manifestKey) {
+  if (source.scanned()) {
+    if (auto ok = co_await source.scanned()(); !ok) co_return ok;
+  } else if (!source.journal()->scanned()) {
+    co_return err(Errc::usage, "the journal's frames were not scanned (Journal::scan)");
   }
-};
+  co_return checkJournalPrefix(*source.journal(), m, manifestKey);
+}
 
 struct Fetch {
   std::optional<StoreResult<StoredObject>> result;
@@ -217,14 +211,15 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   // lineage and header are checked before any segment request; its prefix at the cutoff then
   // too when it is open, else once its scan is done (the comparisons do not wait for it:
   // bytes equal to a checked segment's are checked).
-  JournalGate gate{journal, m, manifestKey};
   const bool compare = journal.present() && options.deep;
   if (compare) {
     if (auto ok = checkJournalIdentity(*journal.journal(), m, manifestKey); !ok) {
       co_return Failure<Error>{ok.error()};
     }
     if (journal.isOpen()) {
-      if (auto ok = co_await gate.get(); !ok) co_return Failure<Error>{ok.error()};
+      if (auto ok = co_await journalVerdict(journal, m, manifestKey); !ok) {
+        co_return Failure<Error>{ok.error()};
+      }
     }
   }
 
@@ -409,7 +404,9 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   // when it was checked before the first request; and a graph without segments compares
   // nothing, but its prefix is still the journal's.
   if (compare) {
-    if (auto ok = co_await gate.get(); !ok) co_return Failure<Error>{ok.error()};
+    if (auto ok = co_await journalVerdict(journal, m, manifestKey); !ok) {
+      co_return Failure<Error>{ok.error()};
+    }
   }
   if (failure) co_return Failure<Error>{*failure};
 

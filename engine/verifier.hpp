@@ -52,7 +52,8 @@ using ProgressFn = std::function<void(const VerifyProgress&)>;
 // and is compared: the comparisons read the journal's bytes meanwhile (equal to a checked
 // segment's, they are checked), and the scan's verdict, then the journal's prefix at the
 // checkpoint's cutoff, are checked once the segments are done, before anything the segments
-// found. `scanned` is called once.
+// found (its lineage and header before the first request). `scanned` is called at most once.
+// A journal passed as open must have been scanned (Journal::open, or Journal::scan done).
 class JournalSource {
  public:
   using ScanFn = std::function<boost::asio::awaitable<Res<void>>()>;

@@ -226,27 +226,31 @@ asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
       });
   std::optional<Head> head;
   Res<VerifiedGraph> graph = err(Errc::usage, "nothing verified");
-  auto o = co_await openStoreOf(uring, opt);
-  if (!opt.deep) co_await scanned.wait();
-  if (!o) {
-    graph = Failure<Error>{o.error()};
-  } else if (!(scanned.isSet() && scanFailed)) {
-    JournalSource source(journal.get());
-    if (!scanned.isSet()) {
-      source = JournalSource::scanning(journal.get(), [&]() -> asio::awaitable<Res<void>> {
-        co_await scanned.wait();
-        if (scanFailed) co_return Failure<Error>{*scanFailed};
-        co_return Res<void>{};
-      });
+  std::exception_ptr thrown;  // rethrown once the scan, which uses the journal, has ended
+  try {
+    auto o = co_await openStoreOf(uring, opt);
+    if (!opt.deep) co_await scanned.wait();
+    if (!o) {
+      graph = Failure<Error>{o.error()};
+    } else if (!(scanned.isSet() && scanFailed)) {
+      JournalSource source(journal.get());
+      if (!scanned.isSet()) {
+        source = JournalSource::scanning(journal.get(), [&]() -> asio::awaitable<Res<void>> {
+          co_await scanned.wait();
+          if (scanFailed) co_return Failure<Error>{*scanFailed};
+          co_return Res<void>{};
+        });
+      }
+      auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
+      // (verifyNamed checks the head's lineage against the journal's once it has the head.)
+      graph = co_await verifyNamed(opt, *o, std::move(source), head, progress);
     }
-    auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
-    graph = co_await verifyNamed(opt, *o, std::move(source), head, progress);
+  } catch (...) {
+    thrown = std::current_exception();
   }
   co_await scanned.wait();  // (the verification may have failed before it needed the scan)
+  if (thrown) std::rethrow_exception(thrown);
   if (scanFailed) co_return fail(*scanFailed);
-  if (o) {
-    if (auto ok = headBinds(head, *journal, o->ns); !ok) co_return fail(ok.error());
-  }
   if (!graph) co_return fail(graph.error());
   double s = secondsSince(start);
   if (opt.json) {

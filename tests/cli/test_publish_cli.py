@@ -99,8 +99,9 @@ def backend(tmp, store, label):
     r = run("verify", db, "--deep", "--inflight-mib", "1", "--inflight-requests", "1", "--json")
     check(r.returncode == 0 and js(r).get("ok") is True, f"{label}: verify with the least in flight")
 
-    # verify opens the journal while the graph downloads; what the journal says still comes
-    # first: a directory owned by another process, a journal not of the head's lineage.
+    # verify scans the journal's frames while the graph downloads; what the journal says
+    # still comes first: a directory owned by another process, a journal not of the head's
+    # lineage.
     with open(os.path.join(db, "LOCK"), "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         r = run("verify", db, "--deep", "--json")
@@ -119,7 +120,8 @@ def backend(tmp, store, label):
               f"{label}: verify {deep} with another lineage's journal: {r.stdout!r} {r.stderr!r}")
     # The journal's frames are scanned while the graph is compared with its bytes: a journal
     # damaged inside the checkpoint's prefix, farther from its end than one unsynced batch,
-    # is reported as the scan finds it (not as the comparison's divergence), and left as it is.
+    # is reported as the scan finds it (the comparison of the first segment also fails, as
+    # `diverged`), and left as it is.
     damaged = os.path.join(tmp, f"damaged-{label}")
     shutil.copytree(db, damaged)
     big = b"".join(b"%05d " % i + b"y" * 4090 + b"\n" for i in range(5500))  # about 22 MiB
@@ -132,7 +134,7 @@ def backend(tmp, store, label):
         f.write(bytes([byte[0] ^ 0x01]))
     before = open(journal_path, "rb").read()
     r = run("verify", damaged, "--deep", "--json")
-    check(r.returncode != 0 and js(r).get("error") == "format" and
+    check(r.returncode == 1 and js(r).get("error") == "format" and
           b"damaged before its tail" in r.stderr,
           f"{label}: verify --deep of a damaged journal: {r.returncode} {r.stdout!r} {r.stderr!r}")
     check(open(journal_path, "rb").read() == before, f"{label}: the damaged journal is not cut")

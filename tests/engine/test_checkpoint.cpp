@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "base/sha256.hpp"
+#include "engine/async.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/format/segment.hpp"
@@ -656,9 +657,85 @@ TEST_CASE("verification: segments are compared while the journal is scanned, its
   REQUIRE(none.ok());
   REQUIRE(none->manifest.segments.empty());
   CHECK(empty.verify(*none, true, scanning(empty.journal.get(), {})).ok());
+  auto emptyDamaged =
+      empty.verify(*none, true, scanning(empty.journal.get(), err(Errc::format, "damaged")));
+  REQUIRE_FALSE(emptyDamaged.ok());
+  CHECK(emptyDamaged.error().code == Errc::format);
   auto foreign = empty.verify(*none, true, scanning(another.journal.get(), {}));
   REQUIRE_FALSE(foreign.ok());
   CHECK(foreign.error().code == Errc::diverged);
+}
+
+TEST_CASE("verification: compared while a real scan runs beside it, a torn tail cut meanwhile",
+          "[checkpoint]") {
+  Fixture f(4000);
+  auto c = f.checkpoint(std::nullopt, 16 << 10);
+  REQUIRE(c.ok());
+  const auto file = f.dir.path() / "db" / Journal::kFileName;
+  // The journal reopened in two halves; its scan runs beside the verification, which asks
+  // for its verdict once the segments are done. Leaves the reopened journal in f.journal.
+  std::optional<Res<void>> scanResult;
+  auto verifyScanning = [&]() {
+    f.journal.reset();
+    auto u = runToCompletion(f.context, Journal::openUnscanned(f.uring, f.dir.path() / "db"));
+    REQUIRE(u.ok());
+    f.journal = std::move(*u);
+    Journal* j = f.journal.get();
+    scanResult.reset();
+    Signal done;
+    asio::co_spawn(
+        f.context,
+        [&, j]() -> asio::awaitable<void> {
+          scanResult.emplace(co_await j->scan());
+          done.notify();
+        },
+        asio::detached);
+    auto out = f.verify(*c, true, JournalSource::scanning(j, [&]() -> asio::awaitable<Res<void>> {
+      co_await done.wait();
+      co_return *scanResult;
+    }));
+    REQUIRE(scanResult.has_value());
+    return out;
+  };
+
+  auto ok = verifyScanning();
+  CHECK(ok.ok());
+  CHECK(scanResult->ok());
+  CHECK(f.journal->endSequence() == 4000);
+
+  // A torn tail after the cutoff: cut by the scan while the segments are compared.
+  const Bytes intact = io::test::readWholeFile(file);
+  Bytes torn = intact;
+  torn.push_back(0);
+  torn.push_back(0);
+  f.journal.reset();
+  io::test::writeWholeFile(file, torn);
+  auto cut = verifyScanning();
+  CHECK(cut.ok());
+  CHECK(f.journal->tornBytesCut() == 2);
+  CHECK(io::test::readWholeFile(file) == intact);
+
+  // A byte flipped inside the first segment's range: the comparison finds it, and the scan
+  // cuts the journal there (this journal is shorter than one unsynced batch, so the fault is
+  // its torn tail); the prefix check that follows the scan is the error reported.
+  Bytes damaged = intact;
+  damaged[c->manifest.segments.front().journalStart + 100] ^= 0x01;
+  f.journal.reset();
+  io::test::writeWholeFile(file, damaged);
+  auto wrong = verifyScanning();
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.error().code == Errc::diverged);
+  CHECK(wrong.error().key == keys::manifest(f.ns, c->manifestSha256));
+  CHECK(f.journal->endSequence() < 4000);
+  CHECK(f.limits.bytes.inUse() == 0);
+
+  // A journal passed as open must have been scanned.
+  f.journal.reset();
+  auto unscanned = runToCompletion(f.context, Journal::openUnscanned(f.uring, f.dir.path() / "db"));
+  REQUIRE(unscanned.ok());
+  auto refused = f.verify(*c, true, unscanned->get());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == Errc::usage);
 }
 
 TEST_CASE("checkpoint: a budget smaller than the graph fails before the request is sent",

@@ -550,7 +550,9 @@ TEST_CASE("journal: opened unscanned, its bytes read before the scan, then its r
   REQUIRE_FALSE(second.ok());
   CHECK(second.error().code == Errc::busy);
 
+  CHECK_FALSE(u.scanned());
   REQUIRE(runToCompletion(f.context, u.scan()).ok());
+  CHECK(u.scanned());
   CHECK(u.endSequence() == 5);
   CHECK(u.endOffset() == file.size());
   CHECK(text(f.record(u, 3)) == "r3");
@@ -576,7 +578,15 @@ TEST_CASE("journal: an unscanned journal's scan finds damage and cuts a torn tai
     CHECK(scanned.error().code == Errc::format);
     CHECK_THAT(scanned.error().message, Catch::Contains("offset " + std::to_string(firstFrame)));
     CHECK(readWholeFile(f.file()) == file);  // nothing was cut
+    // No records are known after a failed scan, none can be appended, and it does not run
+    // again.
+    CHECK((*opened)->endSequence() == 0);
+    CHECK_FALSE((*opened)->scanned());
+    CHECK_FALSE(runToCompletion(f.context, (*opened)->record(1)).ok());
     CHECK_FALSE(runToCompletion(f.context, (*opened)->append(asBytes("x"))).ok());
+    auto again = runToCompletion(f.context, (*opened)->scan());
+    REQUIRE_FALSE(again.ok());
+    CHECK(again.error().code == Errc::usage);
   }
   SECTION("a torn tail") {
     Bytes good = readWholeFile(f.file());
