@@ -551,6 +551,12 @@ bool Journal::directReads() const { return impl_->direct.isOpen(); }
 
 bool Journal::scanned() const { return impl_->scanned; }
 
+Res<std::uint64_t> Journal::fileBytes() const {
+  auto size = impl_->file.size();
+  if (!size) return ioError("stat journal", size.error());
+  return *size;
+}
+
 asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64_t byteCap) {
   if (sequence > endSequence()) {
     co_return err(Errc::usage, "sequence " + std::to_string(sequence) +

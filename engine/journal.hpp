@@ -72,7 +72,7 @@ class Journal {
   // Until scan() has succeeded the journal knows no records (endSequence() is 0, also while
   // the scan runs and after it failed; append() fails), but its bytes can be read with
   // readRange*(): bytes no scan has checked, for a caller that checks them itself (a deep
-  // verification compares them with checked segments while the scan runs).
+  // verification compares them with segments whose frames it checked, and needs no scan).
   static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> openUnscanned(
       io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
   // The second half: checks every frame, records where each ends, and cuts a torn tail. Runs
@@ -80,6 +80,8 @@ class Journal {
   boost::asio::awaitable<Res<void>> scan();
   // Whether scan() (or open()) has succeeded: the journal's records are known.
   bool scanned() const;
+  // The file's length now: what an unscanned journal's readers can read.
+  Res<std::uint64_t> fileBytes() const;
 
   ~Journal();
   Journal(const Journal&) = delete;

@@ -77,11 +77,12 @@ asio::awaitable<Res<void>> compareWithJournal(Journal& journal, const std::strin
         return {};
       });
   if (differs || (read && at != body.size())) {
-    co_return Failure<Error>{
-        Error{Errc::diverged,
-              key + ": the journal's bytes [" + std::to_string(seg.journalStart) + ", " +
-                  std::to_string(seg.journalEnd) + ") are not this segment's (another history)",
-              key}};
+    co_return Failure<Error>{Error{Errc::diverged,
+                                   key + ": the journal's bytes [" +
+                                       std::to_string(seg.journalStart) + ", " +
+                                       std::to_string(seg.journalEnd) +
+                                       ") are not this segment's (another history, or damage)",
+                                   key}};
   }
   if (!read) co_return Failure<Error>{read.error()};
   co_return Res<void>{};
@@ -123,17 +124,22 @@ Res<void> checkJournalPrefix(const Journal& journal, const Manifest& m,
   return {};
 }
 
-// The journal's own verdict: its scan's (awaited, if it was still scanning; a journal passed
-// as open must have been scanned), then its prefix at the cutoff. A scanning source's verdict
-// is asked for once, after the segments.
-asio::awaitable<Res<void>> journalVerdict(const JournalSource& source, const Manifest& m,
-                                          const std::string& manifestKey) {
-  if (source.scanned()) {
-    if (auto ok = co_await source.scanned()(); !ok) co_return ok;
-  } else if (!source.journal()->scanned()) {
-    co_return err(Errc::usage, "the journal's frames were not scanned (Journal::scan)");
+// The journal's prefix reaches the checkpoint's cutoff: for an open journal, its records end
+// there exactly; for an unscanned one, its file is at least that long (the comparison checks
+// the bytes).
+Res<void> checkJournalReaches(const Journal& journal, const Manifest& m,
+                              const std::string& manifestKey) {
+  if (journal.scanned()) return checkJournalPrefix(journal, m, manifestKey);
+  auto bytes = journal.fileBytes();
+  if (!bytes) return Failure<Error>{bytes.error()};
+  if (*bytes < m.prefix.length) {
+    return Failure<Error>{Error{Errc::diverged,
+                                "the journal has " + std::to_string(*bytes) +
+                                    " bytes, fewer than the checkpoint's prefix of " +
+                                    std::to_string(m.prefix.length),
+                                manifestKey}};
   }
-  co_return checkJournalPrefix(*source.journal(), m, manifestKey);
+  return {};
 }
 
 struct Fetch {
@@ -208,19 +214,12 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   // The journal is compared byte for byte with the segments (each segment's range is read
   // while its object is in memory): equal bytes have the rebuilt prefix hash, which is
   // checked against the manifest below, so the journal is not hashed a third time. Its
-  // lineage and header are checked before any segment request; its prefix at the cutoff then
-  // too when it is open, else once its scan is done (the comparisons do not wait for it:
-  // bytes equal to a checked segment's are checked).
+  // lineage, header and length at the cutoff are checked before any segment request.
   const bool compare = journal.present() && options.deep;
   if (compare) {
-    if (auto ok = checkJournalIdentity(*journal.journal(), m, manifestKey); !ok) {
-      co_return Failure<Error>{ok.error()};
-    }
-    if (journal.isOpen()) {
-      if (auto ok = co_await journalVerdict(journal, m, manifestKey); !ok) {
-        co_return Failure<Error>{ok.error()};
-      }
-    }
+    Res<void> ok = checkJournalIdentity(*journal.journal(), m, manifestKey);
+    if (ok) ok = checkJournalReaches(*journal.journal(), m, manifestKey);
+    if (!ok) co_return Failure<Error>{ok.error()};
   }
 
   // Segments: fetched concurrently (bounded by the in-flight limits), checked in order, into
@@ -399,14 +398,6 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   while (alive > 0) {
     allFinished.reset();
     co_await allFinished.wait();
-  }
-  // What the journal says (its scan, its prefix) comes before what the segments said, as
-  // when it was checked before the first request; and a graph without segments compares
-  // nothing, but its prefix is still the journal's.
-  if (compare) {
-    if (auto ok = co_await journalVerdict(journal, m, manifestKey); !ok) {
-      co_return Failure<Error>{ok.error()};
-    }
   }
   if (failure) co_return Failure<Error>{*failure};
 

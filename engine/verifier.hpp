@@ -46,38 +46,26 @@ struct VerifiedGraph {
 
 using ProgressFn = std::function<void(const VerifyProgress&)>;
 
-// The journal a deep verification compares the graph with: none, one open, or one whose
-// frames are still being scanned (Journal::openUnscanned, then Journal::scan). Scanning every
-// frame takes about 0.3 s per GiB here, so the command line scans while the graph downloads
-// and is compared: the comparisons read the journal's bytes meanwhile (equal to a checked
-// segment's, they are checked), and the scan's verdict, then the journal's prefix at the
-// checkpoint's cutoff, are checked once the segments are done, before anything the segments
-// found (its lineage and header before the first request). `scanned` is called at most once.
-// A journal passed as open must have been scanned (Journal::open, or Journal::scan done).
+// The journal a deep verification compares the graph with: none, or one whose lineage and
+// header are known. An open journal (its frames scanned, Journal::open) has its prefix at the
+// cutoff checked against the manifest's before the first request. An unscanned one
+// (Journal::openUnscanned) needs no scan: its length is checked to reach the cutoff, and the
+// comparison then finds every byte of its prefix equal to a segment whose frames (CRC,
+// sequence, length) and hash were checked, so the prefix is the graph's. Its frames after the
+// cutoff are not the verification's to check (the next open of the journal checks them).
 class JournalSource {
  public:
-  using ScanFn = std::function<boost::asio::awaitable<Res<void>>()>;
   JournalSource(Journal* journal = nullptr) : journal_(journal) {}  // NOLINT: implicit
-  static JournalSource scanning(Journal* journal, ScanFn scanned) {
-    JournalSource s(journal);
-    s.scanned_ = std::move(scanned);
-    return s;
-  }
   bool present() const { return journal_ != nullptr; }
-  // Open, its frames scanned: its records are known.
-  bool isOpen() const { return journal_ != nullptr && !scanned_; }
   Journal* journal() const { return journal_; }
-  const ScanFn& scanned() const { return scanned_; }
 
  private:
   Journal* journal_ = nullptr;
-  ScanFn scanned_;
 };
 
 // Verifies the graph of `head`: the manifest it names (bound by bindManifest) and below.
 // With a journal and deep verification, the journal's prefix at the head's cutoff must equal
-// the checkpoint's (an open journal is checked before the first segment request; one still
-// scanning, its lineage and header then, its prefix once the segments are done).
+// the checkpoint's (checked before the first segment request, and by the comparison).
 boost::asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(
     ObjectStore& store, const Head& head, JournalSource journal, EngineLimits& limits,
     OperationBudget& budget, const VerifyOptions& options, const ProgressFn& progress = {});

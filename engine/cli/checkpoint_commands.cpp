@@ -188,7 +188,7 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
     co_return Failure<Error>{
         Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
   }
-  if (source.journal()) {  // (its lineage is known while its frames are scanned)
+  if (source.journal()) {  // (its lineage is known from its header)
     if (auto ok = headBinds(head, *source.journal(), o.ns); !ok)
       co_return Failure<Error>{ok.error()};
   }
@@ -199,58 +199,23 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
 asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   auto start = Clock::now();
   auto fail = [&](const Error& e) { return reportJson(opt.json, e, secondsSince(start)); };
-  // The journal opens first (its lock and header); its frames are scanned (about 0.3 s per
-  // GiB) while the store opens and, for a deep verification, while the graph downloads and
-  // is compared with it. The scan's failure is reported before any other, as when the
-  // journal opened first; a shallow verification, which only reads sizes, waits for it
-  // before starting.
+  // The journal's lock and header only: a verification does not scan its frames (about
+  // 0.3 s per GiB). A deep one compares every byte of its prefix with checked segments,
+  // which proves that prefix; what follows the cutoff is the next open's to check, and
+  // verify never writes the journal (no torn tail is cut).
   auto opened = co_await Journal::openUnscanned(uring, opt.dir);
   if (!opened) co_return fail(opened.error());
   std::unique_ptr<Journal> journal = std::move(*opened);
-  std::optional<Error> scanFailed;
-  Signal scanned;
-  asio::co_spawn(
-      co_await asio::this_coro::executor,
-      [&]() -> asio::awaitable<void> {
-        if (auto ok = co_await journal->scan(); !ok) scanFailed = ok.error();
-        scanned.notify();
-      },
-      [&](const std::exception_ptr& e) {  // (thrown before notify: report it, do not hang)
-        if (!e) return;
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& x) {
-          scanFailed = Error{Errc::io, std::string("cannot scan the journal: ") + x.what()};
-        }
-        scanned.notify();
-      });
   std::optional<Head> head;
   Res<VerifiedGraph> graph = err(Errc::usage, "nothing verified");
-  std::exception_ptr thrown;  // rethrown once the scan, which uses the journal, has ended
-  try {
-    auto o = co_await openStoreOf(uring, opt);
-    if (!opt.deep) co_await scanned.wait();
-    if (!o) {
-      graph = Failure<Error>{o.error()};
-    } else if (!(scanned.isSet() && scanFailed)) {
-      JournalSource source(journal.get());
-      if (!scanned.isSet()) {
-        source = JournalSource::scanning(journal.get(), [&]() -> asio::awaitable<Res<void>> {
-          co_await scanned.wait();
-          if (scanFailed) co_return Failure<Error>{*scanFailed};
-          co_return Res<void>{};
-        });
-      }
-      auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
-      // (verifyNamed checks the head's lineage against the journal's once it has the head.)
-      graph = co_await verifyNamed(opt, *o, std::move(source), head, progress);
-    }
-  } catch (...) {
-    thrown = std::current_exception();
+  auto o = co_await openStoreOf(uring, opt);
+  if (!o) {
+    graph = Failure<Error>{o.error()};
+  } else {
+    auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
+    // (verifyNamed checks the head's lineage against the journal's once it has the head.)
+    graph = co_await verifyNamed(opt, *o, journal.get(), head, progress);
   }
-  co_await scanned.wait();  // (the verification may have failed before it needed the scan)
-  if (thrown) std::rethrow_exception(thrown);
-  if (scanFailed) co_return fail(*scanFailed);
   if (!graph) co_return fail(graph.error());
   double s = secondsSince(start);
   if (opt.json) {

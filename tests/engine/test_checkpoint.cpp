@@ -12,7 +12,6 @@
 #include <fstream>
 
 #include "base/sha256.hpp"
-#include "engine/async.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/format/segment.hpp"
@@ -556,186 +555,88 @@ TEST_CASE("checkpoint: a journal with another history fails only the journal com
   CHECK(tooShort.error().code == Errc::diverged);
 }
 
-TEST_CASE("verification: segments are compared while the journal is scanned, its verdict first",
+TEST_CASE("verification: an unscanned journal is compared, never scanned or written",
           "[checkpoint]") {
   Fixture f(4000);
   auto c = f.checkpoint(std::nullopt, 16 << 10);
   REQUIRE(c.ok());
   REQUIRE(c->manifest.segments.size() >= 8);
   CountingStore counting(*f.store);
-  int scans = 0;
-  int requestsAtScan = -1;
-  // A journal whose frames are still being scanned: its bytes are compared meanwhile, and
-  // the scan's verdict (`result`) is asked for once the segments are done.
-  auto scanning = [&](Journal* j, Res<void> result) {
-    return JournalSource::scanning(j, [&, result]() -> asio::awaitable<Res<void>> {
-      ++scans;
-      requestsAtScan = counting.requests;
-      co_return result;
-    });
+  const auto dir = f.dir.path() / "db";
+  const auto file = dir / Journal::kFileName;
+  const Bytes intact = io::test::readWholeFile(file);
+  // The journal's file set to `bytes` and reopened in its first half only (lock and header).
+  auto reopen = [&](const Bytes& bytes) {
+    f.journal.reset();
+    io::test::writeWholeFile(file, bytes);
+    auto u = runToCompletion(f.context, Journal::openUnscanned(f.uring, dir));
+    REQUIRE(u.ok());
+    f.journal = std::move(*u);
   };
-  auto ok = f.verify(*c, true, scanning(f.journal.get(), {}), &counting);
+
+  reopen(intact);
+  auto ok = f.verify(*c, true, f.journal.get(), &counting);
   REQUIRE(ok.ok());
-  CHECK(scans == 1);
-  // Every segment was fetched (and compared) before the scan's verdict was asked for.
-  CHECK(requestsAtScan == static_cast<int>(1 + c->manifest.segments.size()));
   CHECK(ok->objects == 1 + c->manifest.segments.size());
+  CHECK_FALSE(f.journal->scanned());
   CHECK(f.limits.bytes.inUse() == 0);
   Sha256Lane::forceOpenSslBlocks(true);  // each object hashed by its fetch
-  auto notInterleaved = f.verify(*c, true, scanning(f.journal.get(), {}));
+  auto notInterleaved = f.verify(*c, true, f.journal.get());
   Sha256Lane::forceOpenSslBlocks(false);
   CHECK(notInterleaved.ok());
+  CHECK(f.verify(*c, false, f.journal.get()).ok());  // shallow: compares nothing
 
-  // A journal of another history (same header, same length): found by the comparison while
-  // the scan runs.
-  io::test::TempDir other;
-  auto b =
-      std::move(*runToCompletion(f.context, Journal::create(f.uring, other.path() / "db", u"db")));
-  std::swap(f.journal, b);
-  f.appendRecords(1, "reb");  // "reb0" for "rec0": a different first record, as long
-  f.appendRecords(3999, "rec", 1);
-  std::swap(f.journal, b);
-  REQUIRE(b->offsetAfter(4000) == f.journal->offsetAfter(4000));
-  counting.requests = 0;
-  auto diverged = f.verify(*c, true, scanning(b.get(), {}), &counting);
-  REQUIRE_FALSE(diverged.ok());
-  CHECK(diverged.error().code == Errc::diverged);
-  CHECK(diverged.error().key == keys::segment(f.ns, c->manifest.segments.front().objectSha256));
+  // What follows the cutoff, even a torn tail, is not the verification's: nothing is cut.
+  Bytes torn = intact;
+  torn.push_back(0);
+  torn.push_back(0);
+  reopen(torn);
+  CHECK(f.verify(*c, true, f.journal.get()).ok());
+  CHECK(io::test::readWholeFile(file) == torn);
 
-  // A journal too short for the checkpoint: its bytes end before the first segment's, and
-  // its prefix, checked once its scan is done, is reported before what the comparison found.
-  io::test::TempDir third;
-  auto shorter =
-      std::move(*runToCompletion(f.context, Journal::create(f.uring, third.path() / "db", u"db")));
+  // A byte flipped inside the first segment's range: the comparison finds it, and the
+  // journal is left as it is.
+  Bytes damaged = intact;
+  damaged[c->manifest.segments.front().journalStart + 100] ^= 0x01;
+  reopen(damaged);
+  auto wrong = f.verify(*c, true, f.journal.get());
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.error().code == Errc::diverged);
+  CHECK(wrong.error().key == keys::segment(f.ns, c->manifest.segments.front().objectSha256));
+  CHECK_THAT(wrong.error().message, Catch::Contains("damage"));
+  CHECK(io::test::readWholeFile(file) == damaged);
+  CHECK(f.limits.bytes.inUse() == 0);
+
+  // A journal shorter than the checkpoint's prefix: refused before any segment request.
+  reopen(Bytes(intact.begin(), intact.end() - 10));
   counting.requests = 0;
-  auto tooShort = f.verify(*c, true, scanning(shorter.get(), {}), &counting);
+  auto tooShort = f.verify(*c, true, f.journal.get(), &counting);
   REQUIRE_FALSE(tooShort.ok());
   CHECK(tooShort.error().code == Errc::diverged);
   CHECK(tooShort.error().key == keys::manifest(f.ns, c->manifestSha256));
+  CHECK(counting.requests == 1);  // the manifest only
 
-  // A journal too short and a missing segment: the journal's error, as when it was checked
-  // before the first request.
-  std::filesystem::rename(f.objectPath(keys::segment(f.ns, c->manifest.segments[1].objectSha256)),
-                          f.objectPath("moved-away"));
-  auto both = f.verify(*c, true, scanning(shorter.get(), {}), &counting);
-  REQUIRE_FALSE(both.ok());
-  CHECK(both.error().code == Errc::diverged);
-  CHECK(both.error().key == keys::manifest(f.ns, c->manifestSha256));
-
-  // A scan that finds the journal damaged fails the verification with its own error, before
-  // the missing segment's.
-  scans = 0;
-  counting.requests = 0;
-  auto damaged =
-      f.verify(*c, true, scanning(f.journal.get(), err(Errc::format, "damaged")), &counting);
-  REQUIRE_FALSE(damaged.ok());
-  CHECK(damaged.error().code == Errc::format);
-  CHECK(scans == 1);
-  CHECK(f.limits.bytes.inUse() == 0);
-  CHECK(f.limits.requests.inUse() == 0);
-  std::filesystem::rename(f.objectPath("moved-away"),
-                          f.objectPath(keys::segment(f.ns, c->manifest.segments[1].objectSha256)));
-
-  // A journal of another lineage is refused before any segment request.
+  // A journal of another lineage: refused before any segment request.
   Fixture another(0, u"another");
   counting.requests = 0;
-  scans = 0;
-  auto foreignLineage = f.verify(*c, true, scanning(another.journal.get(), {}), &counting);
-  REQUIRE_FALSE(foreignLineage.ok());
-  CHECK(foreignLineage.error().code == Errc::diverged);
-  CHECK(counting.requests == 1);  // the manifest only
-  CHECK(scans == 0);
+  auto foreign = f.verify(*c, true, another.journal.get(), &counting);
+  REQUIRE_FALSE(foreign.ok());
+  CHECK(foreign.error().code == Errc::diverged);
+  CHECK(counting.requests == 1);
 
-  // A shallow verification compares nothing and does not ask for the scan's verdict.
-  scans = 0;
-  CHECK(f.verify(*c, false, scanning(f.journal.get(), {})).ok());
-  CHECK(scans == 0);
-
-  // A graph without segments compares no bytes, but the journal is still checked against it.
+  // A graph without segments compares no bytes; the journal's header is still its prefix.
   Fixture empty(0);
   auto none = empty.checkpoint();
   REQUIRE(none.ok());
   REQUIRE(none->manifest.segments.empty());
-  CHECK(empty.verify(*none, true, scanning(empty.journal.get(), {})).ok());
-  auto emptyDamaged =
-      empty.verify(*none, true, scanning(empty.journal.get(), err(Errc::format, "damaged")));
-  REQUIRE_FALSE(emptyDamaged.ok());
-  CHECK(emptyDamaged.error().code == Errc::format);
-  auto foreign = empty.verify(*none, true, scanning(another.journal.get(), {}));
-  REQUIRE_FALSE(foreign.ok());
-  CHECK(foreign.error().code == Errc::diverged);
-}
-
-TEST_CASE("verification: compared while a real scan runs beside it, a torn tail cut meanwhile",
-          "[checkpoint]") {
-  Fixture f(4000);
-  auto c = f.checkpoint(std::nullopt, 16 << 10);
-  REQUIRE(c.ok());
-  const auto file = f.dir.path() / "db" / Journal::kFileName;
-  // The journal reopened in two halves; its scan runs beside the verification, which asks
-  // for its verdict once the segments are done. Leaves the reopened journal in f.journal.
-  std::optional<Res<void>> scanResult;
-  auto verifyScanning = [&]() {
-    f.journal.reset();
-    auto u = runToCompletion(f.context, Journal::openUnscanned(f.uring, f.dir.path() / "db"));
-    REQUIRE(u.ok());
-    f.journal = std::move(*u);
-    Journal* j = f.journal.get();
-    scanResult.reset();
-    Signal done;
-    asio::co_spawn(
-        f.context,
-        [&, j]() -> asio::awaitable<void> {
-          scanResult.emplace(co_await j->scan());
-          done.notify();
-        },
-        asio::detached);
-    auto out = f.verify(*c, true, JournalSource::scanning(j, [&]() -> asio::awaitable<Res<void>> {
-      co_await done.wait();
-      co_return *scanResult;
-    }));
-    REQUIRE(scanResult.has_value());
-    return out;
-  };
-
-  auto ok = verifyScanning();
-  CHECK(ok.ok());
-  CHECK(scanResult->ok());
-  CHECK(f.journal->endSequence() == 4000);
-
-  // A torn tail after the cutoff: cut by the scan while the segments are compared.
-  const Bytes intact = io::test::readWholeFile(file);
-  Bytes torn = intact;
-  torn.push_back(0);
-  torn.push_back(0);
-  f.journal.reset();
-  io::test::writeWholeFile(file, torn);
-  auto cut = verifyScanning();
-  CHECK(cut.ok());
-  CHECK(f.journal->tornBytesCut() == 2);
-  CHECK(io::test::readWholeFile(file) == intact);
-
-  // A byte flipped inside the first segment's range: the comparison finds it, and the scan
-  // cuts the journal there (this journal is shorter than one unsynced batch, so the fault is
-  // its torn tail); the prefix check that follows the scan is the error reported.
-  Bytes damaged = intact;
-  damaged[c->manifest.segments.front().journalStart + 100] ^= 0x01;
-  f.journal.reset();
-  io::test::writeWholeFile(file, damaged);
-  auto wrong = verifyScanning();
-  REQUIRE_FALSE(wrong.ok());
-  CHECK(wrong.error().code == Errc::diverged);
-  CHECK(wrong.error().key == keys::manifest(f.ns, c->manifestSha256));
-  CHECK(f.journal->endSequence() < 4000);
-  CHECK(f.limits.bytes.inUse() == 0);
-
-  // A journal passed as open must have been scanned.
-  f.journal.reset();
-  auto unscanned = runToCompletion(f.context, Journal::openUnscanned(f.uring, f.dir.path() / "db"));
+  empty.journal.reset();
+  auto unscanned =
+      runToCompletion(empty.context, Journal::openUnscanned(empty.uring, empty.dir.path() / "db"));
   REQUIRE(unscanned.ok());
-  auto refused = f.verify(*c, true, unscanned->get());
-  REQUIRE_FALSE(refused.ok());
-  CHECK(refused.error().code == Errc::usage);
+  CHECK(empty.verify(*none, true, unscanned->get()).ok());
+  auto emptyForeign = empty.verify(*none, true, another.journal.get());
+  REQUIRE_FALSE(emptyForeign.ok());
+  CHECK(emptyForeign.error().code == Errc::diverged);
 }
 
 TEST_CASE("checkpoint: a budget smaller than the graph fails before the request is sent",
