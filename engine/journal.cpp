@@ -57,8 +57,7 @@ struct Journal::Impl {
   io::File direct;
   Batch pending;
   std::uint64_t nextSequence = 1;  // sequence the next append gets
-  bool scanStarted = false;        // scan() was called (it runs once, whatever its outcome)
-  bool scanned = false;            // scan() has succeeded: the records are known
+  bool scanned = false;            // open() scanned the frames: the records are known
   std::size_t waiting = 0;         // appenders suspended in append()
   bool writing = false;
   std::optional<Error> failed;  // set once a write or sync failed; the journal is then read-only
@@ -143,7 +142,14 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
                                                              JournalOptions options) {
   auto j = co_await openUnscanned(uring, dir, options);
   if (!j) co_return std::move(j);
-  if (auto scanned = co_await (*j)->scan(); !scanned) co_return Failure<Error>{scanned.error()};
+  Journal& journal = **j;
+  auto size = journal.impl_->file.size();
+  if (!size) co_return ioError("stat journal", size.error());
+  if (auto scanned = co_await journal.scanFrames(*size); !scanned) {
+    co_return Failure<Error>{scanned.error()};
+  }
+  journal.impl_->nextSequence = journal.endSequence() + 1;
+  journal.impl_->scanned = true;
   co_return std::move(j);
 }
 
@@ -195,28 +201,13 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring&
   co_return j;
 }
 
-asio::awaitable<Res<void>> Journal::scan() {
-  if (impl_->scanStarted) co_return err(Errc::usage, "the journal's frames were scanned already");
-  impl_->scanStarted = true;
-  auto size = impl_->file.size();
-  if (!size) co_return ioError("stat journal", size.error());
-  if (auto scanned = co_await scanFrames(*size); !scanned) co_return scanned;
-  impl_->nextSequence = endSequence() + 1;
-  impl_->scanned = true;
-  co_return Res<void>{};
-}
-
 // Reads every frame after the header, recording where each ends. A fault is a torn tail (cut)
 // only when it lies within the last kMaxUnsyncedBytes of the file: at most one batch is ever
 // unsynced, so damage farther from the end was acknowledged and is reported, never skipped.
-// The frames' ends join ends_ only if the scan succeeds: until then the journal knows no
-// records.
 asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
   std::uint64_t start = ends_.back();
-  std::vector<std::uint64_t> ends;
   FrameScanner scanner(start, 1);
-  scanner.onFrame([&ends](std::uint64_t, std::uint64_t end) { ends.push_back(end); });
-  auto keep = [&] { ends_.insert(ends_.end(), ends.begin(), ends.end()); };
+  scanner.onFrame([this](std::uint64_t, std::uint64_t end) { ends_.push_back(end); });
   std::optional<Error> fault;
   auto read = co_await readRange(start, fileSize, [&](ByteView chunk) -> Res<void> {
     auto ok = scanner.feed(chunk);
@@ -225,10 +216,7 @@ asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
   });
   if (!read && !fault) co_return read;
   std::uint64_t boundary = scanner.boundaryOffset();
-  if (boundary == fileSize) {
-    keep();
-    co_return Res<void>{};
-  }
+  if (boundary == fileSize) co_return Res<void>{};
   if (fileSize - boundary > kMaxUnsyncedBytes) {
     co_return err(Errc::format,
                   "journal damaged before its tail: " +
@@ -240,7 +228,6 @@ asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
   if (auto t = impl_->file.truncate(boundary); !t) co_return ioError("truncate", t.error());
   if (auto s = co_await uring_.fsync(impl_->file.fd()); !s) co_return ioError("fsync", s.error());
   tornBytesCut_ = fileSize - boundary;
-  keep();
   co_return Res<void>{};
 }
 
@@ -620,7 +607,7 @@ asio::awaitable<Res<Bytes>> Journal::record(std::uint64_t sequence) {
 asio::awaitable<Res<std::uint64_t>> Journal::append(ByteView payload) {
   Impl& s = *impl_;
   if (s.failed) co_return Failure<Error>{*s.failed};
-  if (!s.scanned) co_return err(Errc::usage, "the journal's frames are not scanned yet");
+  if (!s.scanned) co_return err(Errc::usage, "the journal was opened without its frames scanned");
   if (payload.size() > limits::kMaxPayloadBytes) {
     co_return err(Errc::usage,
                   "record of " + std::to_string(payload.size()) + " bytes exceeds the 16 MiB cap");

@@ -64,21 +64,16 @@ class Journal {
       io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
       JournalOptions options = {});
   // Opens an existing journal: takes the directory lock (Errc::busy if another owner holds
-  // it), checks the header and every frame, and cuts a torn tail. The same as
-  // openUnscanned() followed by scan().
+  // it), checks the header and every frame, and cuts a torn tail.
   static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> open(
       io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
-  // The first half of open(): the lock and the header (lineage() and header() are known).
-  // Until scan() has succeeded the journal knows no records (endSequence() is 0, also while
-  // the scan runs and after it failed; append() fails), but its bytes can be read with
-  // readRange*(): bytes no scan has checked, for a caller that checks them itself (a deep
-  // verification compares them with segments whose frames it checked, and needs no scan).
+  // The lock and the header only (lineage() and header() are known); no frame is scanned.
+  // The journal knows no records (endSequence() is 0; append() and record() fail), but its
+  // bytes can be read with readRange*(): bytes no scan has checked, for a caller that checks
+  // them itself (a deep verification compares them with segments whose frames it checked).
   static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> openUnscanned(
       io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
-  // The second half: checks every frame, records where each ends, and cuts a torn tail. Runs
-  // once: a second call fails with Errc::usage, whatever the first one's outcome.
-  boost::asio::awaitable<Res<void>> scan();
-  // Whether scan() (or open()) has succeeded: the journal's records are known.
+  // Whether its frames were scanned (open()): its records are known.
   bool scanned() const;
   // The file's length now: what an unscanned journal's readers can read.
   Res<std::uint64_t> fileBytes() const;
@@ -124,7 +119,7 @@ class Journal {
   std::uint64_t endOffset() const { return ends_.back(); }
   // Offset just after frame `sequence` (sequence 0: the header's length).
   std::uint64_t offsetAfter(std::uint64_t sequence) const { return ends_.at(sequence); }
-  // Bytes cut from a torn tail by the scan when the journal was opened.
+  // Bytes cut from a torn tail when the journal was opened.
   std::uint64_t tornBytesCut() const { return tornBytesCut_; }
   // Statistics of group commit.
   std::uint64_t batchesWritten() const { return batches_; }

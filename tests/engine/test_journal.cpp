@@ -86,15 +86,6 @@ struct Fixture {
     REQUIRE(runToCompletion(context, j.readRangeInto(start, end, got)).ok());
     return got;
   }
-  // A closed journal of 23 records, more than kMaxUnsyncedBytes after record 1; returns
-  // where record 1's frame starts.
-  std::uint64_t createLong() {
-    auto j = create();
-    std::string mib(1 << 20, 'z');
-    append(*j, "first");
-    for (int i = 0; i < 22; ++i) append(*j, mib);
-    return j->offsetAfter(0);
-  }
   Bytes record(Journal& j, std::uint64_t sequence) {
     auto r = runToCompletion(context, j.record(sequence));
     REQUIRE(r.ok());
@@ -492,7 +483,12 @@ TEST_CASE("journal: a torn last frame is cut on open", "[journal]") {
 
 TEST_CASE("journal: damage before the tail is an error that names the offset", "[journal]") {
   Fixture f;
-  const std::uint64_t firstFrame = f.createLong();
+  auto j = f.create();
+  std::string mib(1 << 20, 'z');
+  f.append(*j, "first");
+  for (int i = 0; i < 22; ++i) f.append(*j, mib);  // > kMaxUnsyncedBytes after record 1
+  std::uint64_t firstFrame = j->offsetAfter(0);
+  j.reset();
   Bytes file = readWholeFile(f.file());
   file[firstFrame + 12] ^= 0x01;  // record 1's payload
   io::test::writeWholeFile(f.file(), file);
@@ -524,7 +520,7 @@ TEST_CASE("journal: a second owner is refused while the first holds the director
   CHECK(f.open().ok());
 }
 
-TEST_CASE("journal: opened unscanned, its bytes read before the scan, then its records",
+TEST_CASE("journal: opened without its frames scanned, its bytes are read and nothing else",
           "[journal]") {
   Fixture f;
   auto j = f.create();
@@ -535,9 +531,12 @@ TEST_CASE("journal: opened unscanned, its bytes read before the scan, then its r
   auto opened = runToCompletion(f.context, Journal::openUnscanned(f.uring, f.db()));
   REQUIRE(opened.ok());
   Journal& u = **opened;
+  CHECK_FALSE(u.scanned());
   CHECK(u.lineage() == sha256(ByteView(file).first(u.offsetAfter(0))));
-  CHECK(u.endSequence() == 0);  // no records known before the scan
   CHECK(u.header().bytes == *encodeJournalHeader(u"db"));
+  CHECK(u.endSequence() == 0);  // no records known
+  CHECK(u.fileBytes().ok());
+  CHECK(*u.fileBytes() == file.size());
   // The bytes can be read (no scan has checked them) ...
   CHECK(f.readRange(u, 0, file.size()) == file);
   // ... but nothing may be appended, and no record is known.
@@ -545,57 +544,15 @@ TEST_CASE("journal: opened unscanned, its bytes read before the scan, then its r
   REQUIRE_FALSE(early.ok());
   CHECK(early.error().code == Errc::usage);
   CHECK_FALSE(runToCompletion(f.context, u.record(1)).ok());
-  // The directory is owned from the first half on.
+  CHECK(readWholeFile(f.file()) == file);  // nothing written
+  // The directory is owned meanwhile; once released, open() scans and finds every record.
   auto second = f.open();
   REQUIRE_FALSE(second.ok());
   CHECK(second.error().code == Errc::busy);
-
-  CHECK_FALSE(u.scanned());
-  REQUIRE(runToCompletion(f.context, u.scan()).ok());
-  CHECK(u.scanned());
-  CHECK(u.endSequence() == 5);
-  CHECK(u.endOffset() == file.size());
-  CHECK(text(f.record(u, 3)) == "r3");
-  CHECK(f.append(u, "r6") == 6);
-  auto twice = runToCompletion(f.context, u.scan());
-  REQUIRE_FALSE(twice.ok());
-  CHECK(twice.error().code == Errc::usage);
-}
-
-TEST_CASE("journal: an unscanned journal's scan finds damage and cuts a torn tail as open does",
-          "[journal]") {
-  Fixture f;
-  const std::uint64_t firstFrame = f.createLong();
-
-  SECTION("damage before the tail") {
-    Bytes file = readWholeFile(f.file());
-    file[firstFrame + 12] ^= 0x01;  // record 1's payload
-    io::test::writeWholeFile(f.file(), file);
-    auto opened = runToCompletion(f.context, Journal::openUnscanned(f.uring, f.db()));
-    REQUIRE(opened.ok());  // the header is whole
-    auto scanned = runToCompletion(f.context, (*opened)->scan());
-    REQUIRE_FALSE(scanned.ok());
-    CHECK(scanned.error().code == Errc::format);
-    CHECK_THAT(scanned.error().message, Catch::Contains("offset " + std::to_string(firstFrame)));
-    CHECK(readWholeFile(f.file()) == file);  // nothing was cut
-    // No records are known after a failed scan, none can be appended, and it does not run
-    // again.
-    CHECK((*opened)->endSequence() == 0);
-    CHECK_FALSE((*opened)->scanned());
-    CHECK_FALSE(runToCompletion(f.context, (*opened)->record(1)).ok());
-    CHECK_FALSE(runToCompletion(f.context, (*opened)->append(asBytes("x"))).ok());
-    auto again = runToCompletion(f.context, (*opened)->scan());
-    REQUIRE_FALSE(again.ok());
-    CHECK(again.error().code == Errc::usage);
-  }
-  SECTION("a torn tail") {
-    Bytes good = readWholeFile(f.file());
-    appendRaw(f.file(), Bytes{0, 0});
-    auto opened = runToCompletion(f.context, Journal::openUnscanned(f.uring, f.db()));
-    REQUIRE(opened.ok());
-    REQUIRE(runToCompletion(f.context, (*opened)->scan()).ok());
-    CHECK((*opened)->endSequence() == 23);
-    CHECK((*opened)->tornBytesCut() == 2);
-    CHECK(readWholeFile(f.file()) == good);
-  }
+  opened->reset();
+  auto reopened = f.open();
+  REQUIRE(reopened.ok());
+  CHECK((*reopened)->scanned());
+  CHECK((*reopened)->endSequence() == 5);
+  CHECK(f.append(**reopened, "r6") == 6);
 }
