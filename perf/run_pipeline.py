@@ -173,6 +173,39 @@ def rate(mib, seconds):
     return mib / seconds if seconds > 0 else float("nan")
 
 
+def fastest(results, keys):
+    """The server's ceiling: the fastest plain transfer of these bytes in this round (the
+    bench's parallel PUTs or GETs, or a peer's, when a peer got more out of the server)."""
+    best = max(keys, key=lambda k: rate(results[k][0], results[k][1]))
+    return best, rate(results[best][0], results[best][1])
+
+
+def figures(results, key, peer, limits):
+    mib, wall, cpu, rss = results[key]
+    pmib, pwall, pcpu, _ = results[peer]
+    who, ceiling = fastest(results, limits)
+    mine, theirs = rate(mib, wall), rate(pmib, pwall)
+    return {"mine": mine, "theirs": theirs, "ratio": mine / theirs, "ceiling": ceiling,
+            "who": who, "of_ceiling": mine / ceiling, "cpu": cpu / (mib / 1024),
+            "peer_cpu": pcpu / (pmib / 1024), "rss": rss}
+
+
+UP_LIMITS = ["ceiling_upload", "rclone_up"]
+DOWN_LIMITS = ["ceiling_download", "rclone_down", "restic_read"]
+
+
+def round_summary(r, results):
+    """One line per round as soon as it ends: a run stopped later keeps its rounds."""
+    up = figures(results, "cairn_up", "rclone_up", UP_LIMITS)
+    verify = figures(results, "cairn_verify", "restic_check", DOWN_LIMITS)
+    floor = rate(*results["checking_floor"][:2])
+    return (f"# round {r + 1}: upload {up['ratio']:.2f}x rclone, {up['of_ceiling']:.0%} of the "
+            f"ceiling; verify {verify['ratio']:.2f}x restic, {verify['of_ceiling']:.0%} of the "
+            f"ceiling; checking floor {floor / verify['ceiling']:.0%} of the ceiling, "
+            f"{floor / rate(*results['restic_check'][:2]):.2f}x restic; verify "
+            f"{verify['mine'] / floor:.0%} of the floor")
+
+
 def median(values):
     v = sorted(values)
     n = len(v)
@@ -272,32 +305,16 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
                 results[name] = (best["bytes"] / (1 << 20), best["seconds"],
                                  best["cpu_seconds"], 0)
             rounds.append(results)
+            print(round_summary(r, results), file=sys.stderr, flush=True)
             shutil.rmtree(db)
         shutil.rmtree(files)
     finally:
         subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}"], env=rclone_env,
                        capture_output=True, timeout=TIMEOUT)
 
-    def fastest(results, keys):
-        """The server's ceiling: the fastest plain transfer of these bytes in this round (the
-        bench's parallel PUTs or GETs, or a peer's, when a peer got more out of the server)."""
-        best = max(keys, key=lambda k: rate(results[k][0], results[k][1]))
-        return best, rate(results[best][0], results[best][1])
-
-    def figures(results, key, peer, limits):
-        mib, wall, cpu, rss = results[key]
-        pmib, pwall, pcpu, _ = results[peer]
-        who, ceiling = fastest(results, limits)
-        mine, theirs = rate(mib, wall), rate(pmib, pwall)
-        return {"mine": mine, "theirs": theirs, "ratio": mine / theirs, "ceiling": ceiling,
-                "who": who, "of_ceiling": mine / ceiling, "cpu": cpu / (mib / 1024),
-                "peer_cpu": pcpu / (pmib / 1024), "rss": rss}
-
-    up = ["ceiling_upload", "rclone_up"]
-    down = ["ceiling_download", "rclone_down", "restic_read"]
-    steps = [("upload (checkpoint)", "cairn_up", "rclone_up", up),
-             ("verify --deep", "cairn_verify", "restic_check", down),
-             ("verify --deep", "cairn_verify", "rclone_down", down)]
+    steps = [("upload (checkpoint)", "cairn_up", "rclone_up", UP_LIMITS),
+             ("verify --deep", "cairn_verify", "restic_check", DOWN_LIMITS),
+             ("verify --deep", "cairn_verify", "rclone_down", DOWN_LIMITS)]
 
     print(f"\n{journal_mib:.0f} MiB journal of {RECORD}-byte records, {objects} objects of "
           f"{SEGMENT_MIB} MiB, {TRANSFERS} rclone transfers, ceiling with {CEILING} "
@@ -344,7 +361,7 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
         for r, results in enumerate(rounds):
             fmib, fwall, fcpu, _ = results[key]
             floor = rate(fmib, fwall)
-            _, ceiling = fastest(results, down)
+            _, ceiling = fastest(results, DOWN_LIMITS)
             restic = rate(*results["restic_check"][:2])
             verify = rate(*results["cairn_verify"][:2])
             floors.append((floor / ceiling, floor / restic, verify / floor))

@@ -262,6 +262,49 @@ TEST_CASE("S3 GET into storage that held other bytes: the body is the object's",
   CHECK(r.body.empty());
 }
 
+TEST_CASE("S3 GET bodies: read past the header, in pieces, chunked, empty, or followed by more",
+          "[net][s3fault]") {
+  // The bytes that came with the header are the body's start, and bytes after its declared
+  // length are not the next response.
+  SECTION("the body's start with the header, the rest in 16 KiB writes") {
+    Rig rig([](const FakeRequest&) {
+      FakeReply reply{"HTTP/1.1 200 OK\r\nETag: \"e\"\r\nContent-Length: 65539\r\n\r\nabc"};
+      reply.streamBytes = 65536;  // 'x' in four writes, then the server closes
+      return reply;
+    });
+    auto r = rig.run(rig.client.get("k", 1 << 20, Bytes(70000, 0xEE)));
+    REQUIRE(r.outcome.ok());
+    CHECK(textOf(r.body) == "abc" + std::string(65536, 'x'));
+  }
+  SECTION("a chunked body, into storage that held other bytes") {
+    Rig rig([](const FakeRequest&) {
+      return FakeReply{
+          "HTTP/1.1 200 OK\r\nETag: \"e\"\r\nTransfer-Encoding: chunked\r\n\r\n"
+          "5\r\nhello\r\n3\r\n, w\r\n0\r\n\r\n"};
+    });
+    auto r = rig.run(rig.client.get("k", 1 << 20, Bytes(100, 0xEE)));
+    REQUIRE(r.outcome.ok());
+    CHECK(textOf(r.body) == "hello, w");
+  }
+  SECTION("an empty body, into storage that held other bytes") {
+    Rig rig([](const FakeRequest&) { return FakeReply{okWithEtag("\"e\"", "")}; });
+    auto r = rig.run(rig.client.get("k", 1 << 20, Bytes(100, 0xEE)));
+    REQUIRE(r.outcome.ok());
+    CHECK(r.body.empty());
+  }
+  SECTION("bytes after the body: the body is its declared length, the connection not reused") {
+    Rig rig([](const FakeRequest&) {
+      return FakeReply{"HTTP/1.1 200 OK\r\nETag: \"e\"\r\nContent-Length: 4\r\n\r\ndataHTTP/1.1"};
+    });
+    for (int i = 0; i < 2; ++i) {
+      auto r = rig.run(rig.client.get("k", 1 << 20, Bytes(10, 0xEE)));
+      REQUIRE(r.outcome.ok());
+      CHECK(textOf(r.body) == "data");
+    }
+    CHECK(rig.server.stats().accepted == 2);
+  }
+}
+
 TEST_CASE("S3 response bodies over the bound are refused before they are buffered",
           "[net][s3fault]") {
   constexpr std::size_t kBound = 64 * 1024;
