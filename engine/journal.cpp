@@ -378,16 +378,26 @@ asio::awaitable<Res<void>> Journal::readChunks(
     if (nextOffset < end) launch(slot);
   }
   Res<void> outcome;
+  // A sink's exception is rethrown once no read is in flight: the reads write into the slots
+  // (and the kernel into their buffers) until they complete.
+  std::exception_ptr thrown;
   for (std::size_t i = 0; launched > 0; ++i) {
     ReadSlot& slot = slots[i % depth];
     co_await slot.done.wait();
     --launched;
-    if (!outcome) continue;  // after a failure, only drain the reads still in flight
+    if (!outcome || thrown) continue;  // after a failure, only drain the reads still in flight
     outcome = slot.check(end);
-    if (outcome) outcome = co_await sink(slot.bytes());
-    if (outcome && nextOffset < end) launch(slot);
+    if (outcome) {
+      try {
+        outcome = co_await sink(slot.bytes());
+      } catch (...) {
+        thrown = std::current_exception();
+      }
+    }
+    if (outcome && !thrown && nextOffset < end) launch(slot);
   }
   recycle(slots);
+  if (thrown) std::rethrow_exception(thrown);
   co_return outcome;
 }
 

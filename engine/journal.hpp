@@ -100,7 +100,8 @@ class Journal {
   boost::asio::awaitable<Res<void>> readRange(std::uint64_t start, std::uint64_t end,
                                               const std::function<Res<void>(ByteView)>& sink);
   // The same with a sink that may suspend (e.g. to hash on the CPU pool); the reads already
-  // in flight continue meanwhile.
+  // in flight continue meanwhile. A sink's failure or exception ends the read once the reads
+  // in flight have completed (they write into the read's buffers until then).
   boost::asio::awaitable<Res<void>> readRangeAsync(
       std::uint64_t start, std::uint64_t end,
       const std::function<boost::asio::awaitable<Res<void>>(ByteView)>& sink);

@@ -8,7 +8,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -308,6 +310,33 @@ TEST_CASE("journal: direct and buffered reads give the same prefixes and ranges"
         f.context, jj.readRange(0, file.size() + 100'000, [](ByteView) { return Res<void>{}; }));
     REQUIRE_FALSE(past.ok());
     CHECK(past.error().code == Errc::io);
+  }
+}
+
+TEST_CASE("journal: a sink that throws ends the range read once no read is in flight",
+          "[journal]") {
+  // Reads are in flight into the read's own slots when a sink throws: the exception leaves
+  // only after they complete (before, they completed into the freed frame).
+  for (bool direct : {false, true}) {
+    Fixture f;
+    JournalOptions options;
+    options.readChunkBytes = 4096;
+    options.readDepth = 8;
+    options.directReads = direct;
+    options.cachedChunksFromCache = false;
+    auto j = f.create(options);
+    for (int i = 0; i < 100; ++i) f.append(*j, std::string(1000, static_cast<char>('a' + i % 26)));
+    const Bytes file = readWholeFile(f.file());
+    int calls = 0;
+    const std::function<asio::awaitable<Res<void>>(ByteView)> throwing =
+        [&](ByteView) -> asio::awaitable<Res<void>> {
+      if (++calls == 2) throw std::runtime_error("the sink failed");
+      co_return Res<void>{};
+    };
+    CHECK_THROWS_AS(runToCompletion(f.context, j->readRangeAsync(0, file.size(), throwing)),
+                    std::runtime_error);
+    CHECK(calls == 2);
+    CHECK(f.readRange(*j, 0, file.size()) == file);  // and the journal reads on
   }
 }
 
