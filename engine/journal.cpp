@@ -143,8 +143,8 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
   auto j = co_await openUnscanned(uring, dir, options);
   if (!j) co_return std::move(j);
   Journal& journal = **j;
-  auto size = journal.impl_->file.size();
-  if (!size) co_return ioError("stat journal", size.error());
+  auto size = journal.fileBytes();
+  if (!size) co_return Failure<Error>{size.error()};
   if (auto scanned = co_await journal.scanFrames(*size); !scanned) {
     co_return Failure<Error>{scanned.error()};
   }

@@ -154,8 +154,8 @@ struct Fetch {
 
 asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     ObjectStore& store, const Uuid& ns, const Digest& manifestSha256, std::uint64_t manifestLength,
-    JournalSource journal, EngineLimits& limits, OperationBudget& budget,
-    const VerifyOptions& options, const ProgressFn& progress) {
+    Journal* journal, EngineLimits& limits, OperationBudget& budget, const VerifyOptions& options,
+    const ProgressFn& progress) {
   VerifiedGraph out;
   std::string manifestKey = keys::manifest(ns, manifestSha256);
   if (manifestLength < 1 || manifestLength > limits::kMaxManifestBytes) {
@@ -203,7 +203,7 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
       !ok) {
     co_return Failure<Error>{ok.error()};
   }
-  if (journal.present() && options.deep) {
+  if (journal != nullptr && options.deep) {
     if (auto ok = budget.reserve(m.prefix.length, m.prefix.sequence, 0, "journal prefix"); !ok) {
       co_return Failure<Error>{ok.error()};
     }
@@ -215,10 +215,10 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   // while its object is in memory): equal bytes have the rebuilt prefix hash, which is
   // checked against the manifest below, so the journal is not hashed a third time. Its
   // lineage, header and length at the cutoff are checked before any segment request.
-  const bool compare = journal.present() && options.deep;
+  const bool compare = journal != nullptr && options.deep;
   if (compare) {
-    Res<void> ok = checkJournalIdentity(*journal.journal(), m, manifestKey);
-    if (ok) ok = checkJournalReaches(*journal.journal(), m, manifestKey);
+    Res<void> ok = checkJournalIdentity(*journal, m, manifestKey);
+    if (ok) ok = checkJournalReaches(*journal, m, manifestKey);
     if (!ok) co_return Failure<Error>{ok.error()};
   }
 
@@ -278,7 +278,7 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                     });
                     if (compare && *fetches[i].check && !failure) {
                       fetches[i].check.emplace(
-                          co_await compareWithJournal(*journal.journal(), key, seg, bytes));
+                          co_await compareWithJournal(*journal, key, seg, bytes));
                     }
                   }
                 } else {
@@ -418,13 +418,13 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
 }
 
 asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(ObjectStore& store, const Head& head,
-                                                    JournalSource journal, EngineLimits& limits,
+                                                    Journal* journal, EngineLimits& limits,
                                                     OperationBudget& budget,
                                                     const VerifyOptions& options,
                                                     const ProgressFn& progress) {
   const HeadFields& f = head.fields();
   auto graph = co_await verifyManifestGraph(store, f.ns, f.manifestSha256, f.manifestLength,
-                                            std::move(journal), limits, budget, options, progress);
+                                            journal, limits, budget, options, progress);
   if (!graph) co_return graph;
   // The manifest is the one the head names; its lineage and prefix are the head's.
   auto bound = bindManifest(head, *encodeManifest(graph->manifest));

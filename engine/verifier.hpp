@@ -46,34 +46,24 @@ struct VerifiedGraph {
 
 using ProgressFn = std::function<void(const VerifyProgress&)>;
 
-// The journal a deep verification compares the graph with: none, or one whose lineage and
-// header are known. An open journal (its frames scanned, Journal::open) has its prefix at the
-// cutoff checked against the manifest's before the first request. An unscanned one
-// (Journal::openUnscanned) needs no scan: its length is checked to reach the cutoff, and the
-// comparison then finds every byte of its prefix equal to a segment whose frames (CRC,
-// sequence, length) and hash were checked, so the prefix is the graph's. Its frames after the
-// cutoff are not the verification's to check (the next open of the journal checks them).
-class JournalSource {
- public:
-  JournalSource(Journal* journal = nullptr) : journal_(journal) {}  // NOLINT: implicit
-  bool present() const { return journal_ != nullptr; }
-  Journal* journal() const { return journal_; }
-
- private:
-  Journal* journal_ = nullptr;
-};
-
 // Verifies the graph of `head`: the manifest it names (bound by bindManifest) and below.
-// With a journal and deep verification, the journal's prefix at the head's cutoff must equal
-// the checkpoint's (checked before the first segment request, and by the comparison).
-boost::asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(
-    ObjectStore& store, const Head& head, JournalSource journal, EngineLimits& limits,
-    OperationBudget& budget, const VerifyOptions& options, const ProgressFn& progress = {});
+// `journal` (optional) is the one a deep verification compares the graph with; its lineage
+// and header must be the manifest's. An open journal (its frames scanned, Journal::open) has
+// its prefix at the cutoff checked against the manifest's before the first request. An
+// unscanned one (Journal::openUnscanned) needs no scan: its length is checked to reach the
+// cutoff, and the comparison then finds every byte of its prefix equal to a segment whose
+// frames (CRC, sequence, length) and hash were checked, so the prefix is the graph's. Its
+// frames after the cutoff are not the verification's to check (the next open checks them).
+boost::asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(ObjectStore& store, const Head& head,
+                                                           Journal* journal, EngineLimits& limits,
+                                                           OperationBudget& budget,
+                                                           const VerifyOptions& options,
+                                                           const ProgressFn& progress = {});
 
 // The same from a manifest named by its SHA-256 and length.
 boost::asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     ObjectStore& store, const Uuid& ns, const Digest& manifestSha256, std::uint64_t manifestLength,
-    JournalSource journal, EngineLimits& limits, OperationBudget& budget,
-    const VerifyOptions& options, const ProgressFn& progress = {});
+    Journal* journal, EngineLimits& limits, OperationBudget& budget, const VerifyOptions& options,
+    const ProgressFn& progress = {});
 
 }  // namespace cairn

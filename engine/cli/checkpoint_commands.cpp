@@ -158,9 +158,9 @@ Res<void> headBinds(const std::optional<Head>& head, const Journal& journal, con
 }
 
 // The graph the options name (the current head's, or --manifest's), verified against the
-// journal `source` gives. `head` receives the head image it started from, if any.
+// journal, if one is given. `head` receives the head image it started from, if any.
 asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const StoreOf& o,
-                                                JournalSource source, std::optional<Head>& head,
+                                                Journal* journal, std::optional<Head>& head,
                                                 const ProgressFn& progress) {
   EngineLimits limits;
   OperationBudget budget = limitsFrom(opt, limits);
@@ -171,8 +171,8 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
     if (!sha || sha->size() != 32) co_return err(Errc::usage, "--manifest is not a SHA-256");
     Digest d{};
     std::copy(sha->begin(), sha->end(), d.begin());
-    co_return co_await verifyManifestGraph(*o.store, o.ns, d, opt.manifestLength, std::move(source),
-                                           limits, budget, vopt, progress);
+    co_return co_await verifyManifestGraph(*o.store, o.ns, d, opt.manifestLength, journal, limits,
+                                           budget, vopt, progress);
   }
   std::string key = keys::currentHead(o.ns);
   auto image = co_await o.store->get(key, limits::kHeadBytes);
@@ -188,12 +188,10 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
     co_return Failure<Error>{
         Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
   }
-  if (source.journal()) {  // (its lineage is known from its header)
-    if (auto ok = headBinds(head, *source.journal(), o.ns); !ok)
-      co_return Failure<Error>{ok.error()};
+  if (journal) {  // (its lineage is known from its header)
+    if (auto ok = headBinds(head, *journal, o.ns); !ok) co_return Failure<Error>{ok.error()};
   }
-  co_return co_await verifyHeadGraph(*o.store, *head, std::move(source), limits, budget, vopt,
-                                     progress);
+  co_return co_await verifyHeadGraph(*o.store, *head, journal, limits, budget, vopt, progress);
 }
 
 asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {

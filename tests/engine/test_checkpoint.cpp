@@ -108,7 +108,7 @@ struct Fixture {
     return runToCompletion(context, installCheckpoint(*journal, through ? *through : *store, ns,
                                                       previous, cutoff, limits, budget, opt));
   }
-  Res<VerifiedGraph> verify(const InstalledCheckpoint& c, bool deep, JournalSource j,
+  Res<VerifiedGraph> verify(const InstalledCheckpoint& c, bool deep, Journal* j,
                             ObjectStore* through = nullptr,
                             BudgetTotals totals = kDefaultOperationBudget) {
     OperationBudget budget(totals);
