@@ -45,6 +45,13 @@ class BufferPool {
     return out;
   }
 
+  // A buffer with room for `capacity` bytes for a caller that overwrites or replaces its
+  // contents and sizes it itself (ObjectStore::getInto): a reused buffer keeps the bytes and
+  // size of its last use, a new one is empty. Unlike takeSized, a new buffer's pages are not
+  // touched here: a download appends into them as its body arrives, instead of zero-filling
+  // (and faulting in) every page before its request is sent (docs/decisions.md).
+  Bytes takeForOverwrite(std::size_t capacity) { return takeBuffer(capacity, /*keepBytes=*/true); }
+
   // Hands a buffer back (it may have grown while lent); its contents are kept for takeSized().
   void give(Bytes buffer) {
     const std::size_t c = buffer.capacity();

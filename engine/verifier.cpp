@@ -262,9 +262,10 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
                 if (options.deep) {
                   {
                     // The buffer is taken once the GET may start: fewer buffers, fewer
-                    // fresh pages (docs/decisions.md).
+                    // fresh pages (docs/decisions.md). A new one is not zero-filled first: its
+                    // pages are touched as the body arrives, after the request is sent.
                     auto download = co_await downloads.acquire(1);
-                    Bytes storage = buffers.takeSized(seg.objectLength);
+                    Bytes storage = buffers.takeForOverwrite(seg.objectLength);
                     fetches[i].result.emplace(
                         co_await store.getInto(key, seg.objectLength, std::move(storage)));
                   }

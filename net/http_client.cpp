@@ -238,18 +238,30 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     options.maxAttempts = std::clamp(options.maxAttempts, 1u, kMaxAttemptsLimit);
     SSL_CTX_set_min_proto_version(ssl.native_handle(), TLS1_2_VERSION);
     ssl.set_verify_mode(asio::ssl::verify_peer);
+    if (options.tlsExpected) {
+      if (auto problem = loadTrustStore()) throw std::runtime_error(*problem);
+    }
+  }
+
+  // Reads the CA file or the system's store into the TLS context, once (about 30 ms for the
+  // system's store here, so a client of plain-HTTP endpoints does not). A problem is named.
+  std::optional<std::string> loadTrustStore() {
+    if (trustStoreLoaded) return std::nullopt;
     error_code ec;
     if (options.caFile.empty()) {
       ssl.set_default_verify_paths(ec);
     } else {
       ssl.load_verify_file(options.caFile, ec);
     }
-    if (ec) throw std::runtime_error("TLS trust store: " + ec.message());
+    if (ec) return "TLS trust store: " + ec.message();
+    trustStoreLoaded = true;
+    return std::nullopt;
   }
 
   asio::any_io_executor executor;
   HttpClientOptions options;
   asio::ssl::context ssl{asio::ssl::context::tls_client};
+  bool trustStoreLoaded = false;
   std::map<std::string, Pool> pools;  // by "scheme://host:port"; references stay valid
   HttpClientStats stats;
   std::minstd_rand random;
@@ -560,6 +572,9 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
       co_return notSent("resolving " + endpoint.host + ": " + describe(resolveError), true);
     }
 
+    if (endpoint.tls) {
+      if (auto problem = loadTrustStore()) co_return notSent(*problem, false);
+    }
     auto c = std::make_unique<Connection>();
     c->buffer.reserve(kReadBufferBytes);
     if (endpoint.tls) {

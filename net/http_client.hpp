@@ -123,6 +123,10 @@ struct HttpClientOptions {
   // TLS: certificates and the host name are always verified. With a CA file, only its
   // certificates are trusted; without one, the system's default store is used.
   std::string caFile;
+  // Whether the client will open TLS connections: if so, the trust store is read when the
+  // client is made (an unreadable CA file throws there); if not, when a first TLS connection
+  // opens (a problem then fails that request, not sent).
+  bool tlsExpected = true;
 };
 
 // Counters for tests and metrics.
@@ -136,7 +140,8 @@ struct HttpClientStats {
 
 class HttpClient {
  public:
-  // Throws std::runtime_error if the TLS context cannot be set up (e.g. unreadable CA file).
+  // Throws std::runtime_error if the TLS context cannot be set up (e.g. unreadable CA file;
+  // with options.tlsExpected).
   HttpClient(boost::asio::any_io_executor executor, HttpClientOptions options);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;

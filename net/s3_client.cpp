@@ -75,7 +75,7 @@ std::optional<std::string> invalidConfig(const S3Config& c) {
   return std::nullopt;
 }
 
-HttpClientOptions httpOptions(const S3Config& c) {
+HttpClientOptions httpOptions(const S3Config& c, bool tls) {
   HttpClientOptions o;
   o.connectTimeout = c.connectTimeout;
   o.requestTimeout = c.requestTimeout;
@@ -83,6 +83,7 @@ HttpClientOptions httpOptions(const S3Config& c) {
   o.maxConnectionsPerEndpoint = c.maxConnections;
   o.maxAttempts = c.maxAttempts;
   o.caFile = c.caFile;
+  o.tlsExpected = tls;  // a plain-HTTP endpoint does not read the trust store
   return o;
 }
 
@@ -202,7 +203,7 @@ struct S3Client::Impl {
   Impl(boost::asio::any_io_executor executor, S3Config c, Endpoint e)
       : config(std::move(c)),
         endpoint(std::move(e)),
-        http(std::move(executor), httpOptions(config)),
+        http(std::move(executor), httpOptions(config, endpoint.tls)),
         credentials{config.accessKey, config.secretKey, config.sessionToken},
         scope{config.region, std::string(kService)} {
     if (config.addressing == S3Addressing::virtualHost) {

@@ -1,6 +1,6 @@
 // BufferPool (base/buffer_pool.hpp): buffers come back with their memory, empty (take) or
-// with the bytes of their last use (takeSized); only close fits are lent; the pool never holds
-// more than its bound.
+// with the bytes of their last use (takeSized, takeForOverwrite); only close fits are lent; the
+// pool never holds more than its bound.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -28,6 +28,27 @@ TEST_CASE("buffer pool: a buffer handed back is taken again, empty, with its mem
   CHECK(again.data() == memory);
   CHECK(pool.idleBuffers() == 0);
   CHECK(pool.idleBytes() == 0);
+}
+
+TEST_CASE("buffer pool: takeForOverwrite lends a new buffer empty and a reused one as it was",
+          "[format][buffers]") {
+  BufferPool pool(64 * kMiB);
+  // New: room for the bytes, none of them written (a download appends as its body arrives).
+  Bytes fresh = pool.takeForOverwrite(1000);
+  CHECK(fresh.empty());
+  CHECK(fresh.capacity() >= 1000);
+  fresh.assign(1000, 0xAB);
+  const std::uint8_t* memory = fresh.data();
+  pool.give(std::move(fresh));
+  // Reused: the same memory with the size and bytes of its last use, nothing zero-filled.
+  Bytes reused = pool.takeForOverwrite(900);
+  CHECK(reused.data() == memory);
+  CHECK(reused.size() == 1000);
+  CHECK(std::all_of(reused.begin(), reused.end(), [](std::uint8_t b) { return b == 0xAB; }));
+  pool.give(std::move(reused));
+  Bytes empty = pool.take(1000);
+  CHECK(empty.data() == memory);
+  CHECK(empty.empty());
 }
 
 TEST_CASE("buffer pool: takeSized lends a buffer of that size, its old bytes not zero-filled",

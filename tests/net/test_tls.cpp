@@ -184,3 +184,53 @@ TEST_CASE("TLS: an unreadable CA file is a configuration error", "[net][tls]") {
       S3Client::create(io.get_executor(), tlsConfig("https://127.0.0.1:1", "/nonexistent/ca.pem"));
   CHECK_FALSE(created.ok());
 }
+
+TEST_CASE("TLS: a client of plain-HTTP endpoints reads its trust store only for a TLS one",
+          "[net][tls]") {
+  // tlsExpected = false (what S3Client sets for an http:// endpoint): the CA file is not read
+  // when the client is made, plain HTTP works without it, and the first TLS connection reads
+  // it; an unreadable one fails that request before anything is sent.
+  Pki pki;
+  asio::io_context io;
+  FakeServer plain(io.get_executor(),
+                   [](const FakeRequest&) { return FakeReply{httpResponse(200, {}, "plain")}; });
+  FakeServer tls(
+      io.get_executor(), [](const FakeRequest&) { return FakeReply{httpResponse(200, {}, "tls")}; },
+      pki.serverContext("DNS:localhost,IP:127.0.0.1", 5));
+  auto get = [&](HttpClient& client, const std::string& endpoint) {
+    HttpRequest r;
+    r.method = "GET";
+    r.target = "/k";
+    r.maxResponseBody = 16;
+    r.idempotent = true;
+    const Endpoint e = parseEndpoint(endpoint).value();
+    return runAsync(io, client.request(e, r));
+  };
+
+  HttpClientOptions unreadable;
+  unreadable.caFile = "/nonexistent/ca.pem";
+  unreadable.maxAttempts = 1;
+  CHECK_THROWS_WITH(HttpClient(io.get_executor(), unreadable),
+                    Catch::Contains("TLS trust store"));  // expected: read at once
+  unreadable.tlsExpected = false;
+  HttpClient lazyBad(io.get_executor(), unreadable);
+  auto r = get(lazyBad, plain.endpoint());
+  REQUIRE(r.ok());
+  CHECK(textOf(r.value().body) == "plain");
+  r = get(lazyBad, tls.endpoint());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == HttpErrorKind::notSent);
+  CHECK(r.error().message.find("TLS trust store") != std::string::npos);
+  CHECK(tls.stats().requests == 0);
+
+  HttpClientOptions good;
+  good.caFile = pki.caFile;
+  good.tlsExpected = false;
+  HttpClient lazyGood(io.get_executor(), good);
+  r = get(lazyGood, plain.endpoint());
+  REQUIRE(r.ok());
+  r = get(lazyGood, tls.endpoint());  // the trust store is read now
+  REQUIRE(r.ok());
+  CHECK(textOf(r.value().body) == "tls");
+  CHECK(tls.stats().requests == 1);
+}
