@@ -35,6 +35,8 @@ per round, restic's and the small graph's. The same run works against RGW, MinIO
 store is the one the S3_* variables name (shared/s3/README.md). For 1 GiB and 3 rounds on the
 bundled RGW use bluestore with 24 GiB, and leave two minutes between runs (the last one's
 purge). Against MinIO or AWS, also set DIALECT=aws and RCLONE_PROVIDER=Minio (or AWS).
+With a local server, SERVER_CPUS=0 CLIENT_CPUS=1 measures as if the server had a machine of
+its own: the server's threads on CPU 0, every measured tool on CPU 1 (see below).
 On the bundled RGW:
     CAIRN_RGW_STORE=bluestore CAIRN_RGW_STORE_BYTES=$((24 << 30)) \
       bash ../shared/s3/start-rgw.sh > /tmp/rgw.env
@@ -69,6 +71,14 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 # cairn's S3 dialect (docs/stores.md): rgw for the bundled RGW; aws for MinIO or AWS (auto
 # would probe the server once per cairn process, inside the measured time).
 DIALECT = os.environ.get("DIALECT", "rgw")
+# Placement (optional, a local server only): SERVER_CPUS and CLIENT_CPUS, CPU lists as taskset
+# takes them (e.g. 0 and 1), pin the server's processes (radosgw, ceph-osd, ceph-mon, ceph-mgr,
+# every thread) to the first and every measured tool to the second, so that the server does
+# not share the tools' cores, as a server on its own machine would not. Every tool, the
+# ceiling and the floors run under the same placement; the server's is restored at the end.
+SERVER_CPUS = os.environ.get("SERVER_CPUS", "")
+CLIENT_CPUS = os.environ.get("CLIENT_CPUS", "")
+SERVER_NAMES = ("radosgw", "ceph-osd", "ceph-mon", "ceph-mgr")
 
 for v in ("S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY"):
     if not os.environ.get(v):
@@ -78,6 +88,8 @@ for tool in ("rclone", "restic"):
         sys.exit(f"run_pipeline.py: {tool} is missing (apt-get install -y {tool})")
 if not os.path.exists("/usr/bin/time"):
     sys.exit("run_pipeline.py: /usr/bin/time is missing (apt-get install -y time)")
+if bool(SERVER_CPUS) != bool(CLIENT_CPUS):
+    sys.exit("run_pipeline.py: set SERVER_CPUS and CLIENT_CPUS together, or neither")
 
 endpoint = os.environ["S3_ENDPOINT"]
 bucket = os.environ["S3_BUCKET"]
@@ -104,8 +116,34 @@ remote = f"perf:{bucket}/{run_id}"
 SEGMENTS = ["--segment-mib", str(SEGMENT_MIB)]
 
 
+def server_pids():
+    """The local server's processes (SERVER_NAMES)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() in SERVER_NAMES:
+                    pids.append(pid)
+        except OSError:
+            pass  # gone meanwhile
+    return pids
+
+
+def place_server(cpus):
+    """Pins every thread of the server's processes to cpus (a taskset list)."""
+    pids = server_pids()
+    if not pids:
+        sys.exit("run_pipeline.py: SERVER_CPUS is set but no local server process "
+                 f"({', '.join(SERVER_NAMES)}) runs")
+    for pid in pids:
+        subprocess.run(["taskset", "-a", "-p", "-c", cpus, pid], check=True,
+                       capture_output=True)
+
+
 def timed(name, argv, environ=env, stdin=None):
     """Runs argv under /usr/bin/time; returns (stdout, wall, cpu, max RSS MiB)."""
+    if CLIENT_CPUS:
+        argv = ["taskset", "-c", CLIENT_CPUS, *argv]
     with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
         r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", t.name, *argv],
                            stdin=stdin, capture_output=True, env=environ, timeout=TIMEOUT)
@@ -214,6 +252,10 @@ def median(values):
 
 with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
     rounds = []
+    if SERVER_CPUS:
+        place_server(SERVER_CPUS)
+        print(f"# placement: server on CPUs {SERVER_CPUS}, tools on CPUs {CLIENT_CPUS}",
+              file=sys.stderr, flush=True)
     try:
         # The graph-size check first (small), then the measured rounds.
         small = database(tmp, SMALL_MIB, "small")
@@ -311,6 +353,8 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
     finally:
         subprocess.run(["rclone", "purge", f"perf:{bucket}/{run_id}"], env=rclone_env,
                        capture_output=True, timeout=TIMEOUT)
+        if SERVER_CPUS:
+            place_server(f"0-{os.cpu_count() - 1}")
 
     steps = [("upload (checkpoint)", "cairn_up", "rclone_up", UP_LIMITS),
              ("verify --deep", "cairn_verify", "restic_check", DOWN_LIMITS),
@@ -319,7 +363,9 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
     print(f"\n{journal_mib:.0f} MiB journal of {RECORD}-byte records, {objects} objects of "
           f"{SEGMENT_MIB} MiB, {TRANSFERS} rclone transfers, ceiling with {CEILING} "
           f"connections; checkpoint wrote {cp.get('objects_written')} objects; "
-          f"{ROUNDS} round(s)\n")
+          f"{ROUNDS} round(s)" +
+          (f"; server on CPUs {SERVER_CPUS}, tools on CPUs {CLIENT_CPUS}" if SERVER_CPUS else "")
+          + "\n")
     print("| round | step | cairn MiB/s | peer MiB/s | cairn/peer | cairn vs server ceiling | "
           "cairn CPU s/GiB | peer CPU s/GiB | cairn max RSS MiB |")
     print("|---|---|---|---|---|---|---|---|---|")
