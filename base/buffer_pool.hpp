@@ -40,7 +40,7 @@ class BufferPool {
   // reused buffer keeps the bytes of its last use, so only growth beyond them is zero-filled,
   // where take() followed by resize() would zero-fill every byte again.
   Bytes takeSized(std::size_t size) {
-    Bytes out = takeBuffer(size, /*keepBytes=*/true);
+    Bytes out = takeForOverwrite(size);
     out.resize(size);
     return out;
   }

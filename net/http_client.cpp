@@ -572,12 +572,10 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
       co_return notSent("resolving " + endpoint.host + ": " + describe(resolveError), true);
     }
 
-    if (endpoint.tls) {
-      if (auto problem = loadTrustStore()) co_return notSent(*problem, false);
-    }
     auto c = std::make_unique<Connection>();
     c->buffer.reserve(kReadBufferBytes);
     if (endpoint.tls) {
+      if (auto problem = loadTrustStore()) co_return notSent(*problem, false);
       c->tls.emplace(executor, ssl);
     } else {
       c->tcp.emplace(executor);

@@ -25,14 +25,24 @@ def machine():
     return sum(v) - idle, sum(v)
 
 
-def server():
-    """Jiffies of user and system time of the server's processes."""
-    total = 0
+def server_pids():
+    """The local server's processes (SERVER), as /proc names them."""
+    pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() not in SERVER:
-                    continue
+                if f.read().strip() in SERVER:
+                    pids.append(pid)
+        except OSError:
+            pass  # gone meanwhile
+    return pids
+
+
+def server():
+    """Jiffies of user and system time of the server's processes."""
+    total = 0
+    for pid in server_pids():
+        try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime, stime

@@ -53,6 +53,8 @@ import sys
 import tempfile
 import uuid
 
+from cpu_share import SERVER, server_pids  # the local server's processes (same directory)
+
 cairn = sys.argv[1] if len(sys.argv) > 1 else "build/engine/cairn"
 bench = sys.argv[2] if len(sys.argv) > 2 else "build-s3perf/perf/cairn_s3_bench"
 MIB = int(os.environ.get("MIB", "1024"))
@@ -78,7 +80,6 @@ DIALECT = os.environ.get("DIALECT", "rgw")
 # ceiling and the floors run under the same placement; the server's is restored at the end.
 SERVER_CPUS = os.environ.get("SERVER_CPUS", "")
 CLIENT_CPUS = os.environ.get("CLIENT_CPUS", "")
-SERVER_NAMES = ("radosgw", "ceph-osd", "ceph-mon", "ceph-mgr")
 
 for v in ("S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY"):
     if not os.environ.get(v):
@@ -116,25 +117,12 @@ remote = f"perf:{bucket}/{run_id}"
 SEGMENTS = ["--segment-mib", str(SEGMENT_MIB)]
 
 
-def server_pids():
-    """The local server's processes (SERVER_NAMES)."""
-    pids = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() in SERVER_NAMES:
-                    pids.append(pid)
-        except OSError:
-            pass  # gone meanwhile
-    return pids
-
-
 def place_server(cpus):
     """Pins every thread of the server's processes to cpus (a taskset list)."""
     pids = server_pids()
     if not pids:
         sys.exit("run_pipeline.py: SERVER_CPUS is set but no local server process "
-                 f"({', '.join(SERVER_NAMES)}) runs")
+                 f"({', '.join(SERVER)}) runs")
     for pid in pids:
         subprocess.run(["taskset", "-a", "-p", "-c", cpus, pid], check=True,
                        capture_output=True)
