@@ -10,10 +10,11 @@ For a journal of MIB MiB of RECORD-byte records (default 1 GiB of 4 KiB):
      prefix rebuilt and compared with the journal read from disk) against
      `restic check --read-data` of a restic repository holding the same journal, and against
      `rclone copy` downloading the files of step 1;
-  3. the server's ceiling: cairn_s3_bench with CEILING concurrency, plain PUTs and GETs of the
-     same files (to memory), so every figure is also a ratio to what the server gives; where a
-     peer moved bytes faster than the bench (rclone's files, restic's pack files, each over
-     its own bytes), the peer's rate is the ceiling;
+  3. the server's ceiling: cairn_s3_bench's plain PUTs and GETs of the same files (to memory),
+     the best of cairn's transfers, rclone's and CEILING connections, so every figure is also
+     a ratio to what the server gives; where a peer moved bytes faster than the bench
+     (rclone's files, restic's pack files, each over its own bytes), the peer's rate is the
+     ceiling;
      The same GETs with each body hashed twice (cairn_s3_bench --hash-twice) are a floor of
      any deep verification of this format: a verifier does at least that with every byte;
      with a CRC32C of every 4 KiB and a comparison with the files (--compare-dir) as well,
@@ -65,6 +66,12 @@ SEGMENT_MIB = int(os.environ.get("SEGMENT_MIB", "32"))
 # over 32 MiB fit, 4 of them transfer at once (transfersAtOnce) and 5 are held (segmentsHeld).
 # rclone gets 8 transfers, as many 32 MiB files as 256 MiB holds.
 TRANSFERS = int(os.environ.get("TRANSFERS", str(max(1, 256 // SEGMENT_MIB))))
+# cairn's own transfers at once (transfersAtOnce in engine/budget.hpp): half of the segment
+# objects that fit in 256 MiB, rounded up. An object is at most SEGMENT_MIB, its 76-byte
+# header and the frame that crosses the target (RECORD + 16 bytes). The ceiling and floors are
+# measured at this concurrency too: a server that gives more to fewer connections is not
+# measured below it.
+CAIRN_TRANSFERS = max(1, ((256 << 20) // ((SEGMENT_MIB << 20) + 76 + RECORD + 16) + 1) // 2)
 CEILING = int(os.environ.get("CEILING", "32"))
 TIMEOUT = int(os.environ.get("STEP_TIMEOUT", "1800"))
 # Rounds of every measured step, each on a fresh copy of the journal: the result is the median
@@ -314,7 +321,7 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
             results["restic_read"] = (restic_mib, wall, cpu, rss)
 
             # The server's ceiling on the same files: many parallel plain PUTs and GETs, the
-            # best of cairn's own concurrency and CEILING connections. Then two floors of any
+            # best of cairn's transfers, rclone's and CEILING connections. Then two floors of any
             # deep verification: the same GETs, each body hashed twice (the object's SHA-256
             # and the prefix's, two interleaved lanes) and nothing else; and that with a
             # CRC32C of every 4 KiB and a comparison with the file's bytes (mapped, no copy).
@@ -324,7 +331,7 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
                                       ("checking_floor", "download",
                                        ["--hash-twice", "--compare-dir", files])):
                 best = None
-                for conc in sorted({TRANSFERS, CEILING}):
+                for conc in sorted({CAIRN_TRANSFERS, TRANSFERS, CEILING}):
                     argv = [bench, mode, "--objects", str(full), "--size", size,
                             "--concurrency", str(conc),
                             "--prefix", f"{run_id}/ceiling-r{r}-x{conc}", *extra]
@@ -349,7 +356,8 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
              ("verify --deep", "cairn_verify", "rclone_down", DOWN_LIMITS)]
 
     print(f"\n{journal_mib:.0f} MiB journal of {RECORD}-byte records, {objects} objects of "
-          f"{SEGMENT_MIB} MiB, {TRANSFERS} rclone transfers, ceiling with {CEILING} "
+          f"{SEGMENT_MIB} MiB, {TRANSFERS} rclone transfers, ceiling: the best of "
+          f"{'/'.join(map(str, sorted({CAIRN_TRANSFERS, TRANSFERS, CEILING})))} "
           f"connections; checkpoint wrote {cp.get('objects_written')} objects; "
           f"{ROUNDS} round(s)" +
           (f"; server on CPUs {SERVER_CPUS}, tools on CPUs {CLIENT_CPUS}" if SERVER_CPUS else "")
