@@ -63,16 +63,15 @@ SMALL_MIB = int(os.environ.get("SMALL_MIB", "512"))
 RECORD = int(os.environ.get("RECORD", "4096"))
 SEGMENT_MIB = int(os.environ.get("SEGMENT_MIB", "32"))
 # cairn's in-flight byte limit is 256 MiB (EngineLimits::bytes): 7 segment objects of a little
-# over 32 MiB fit, 4 of them transfer at once (transfersAtOnce) and 5 are held (segmentsHeld).
-# rclone gets 8 transfers, as many 32 MiB files as 256 MiB holds.
+# over 32 MiB fit (at most SEGMENT_MIB, a 76-byte header and the RECORD + 16-byte frame that
+# crosses the target), half of them rounded up, 4, transfer at once (transfersAtOnce) and 5
+# are held (segmentsHeld). rclone gets 8 transfers, as many 32 MiB files as 256 MiB holds.
 TRANSFERS = int(os.environ.get("TRANSFERS", str(max(1, 256 // SEGMENT_MIB))))
-# cairn's own transfers at once (transfersAtOnce in engine/budget.hpp): half of the segment
-# objects that fit in 256 MiB, rounded up. An object is at most SEGMENT_MIB, its 76-byte
-# header and the frame that crosses the target (RECORD + 16 bytes). The ceiling and floors are
-# measured at this concurrency too: a server that gives more to fewer connections is not
-# measured below it.
 CAIRN_TRANSFERS = max(1, ((256 << 20) // ((SEGMENT_MIB << 20) + 76 + RECORD + 16) + 1) // 2)
 CEILING = int(os.environ.get("CEILING", "32"))
+# The ceiling and floors are measured at cairn's concurrency, rclone's and CEILING, the best
+# taken: a server that gives more to fewer connections is not measured below it.
+CEILING_CONNECTIONS = sorted({CAIRN_TRANSFERS, TRANSFERS, CEILING})
 TIMEOUT = int(os.environ.get("STEP_TIMEOUT", "1800"))
 # Rounds of every measured step, each on a fresh copy of the journal: the result is the median
 # of each ratio over the rounds (one run on a shared 2-core machine varies by 10-20 %).
@@ -331,7 +330,7 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
                                       ("checking_floor", "download",
                                        ["--hash-twice", "--compare-dir", files])):
                 best = None
-                for conc in sorted({CAIRN_TRANSFERS, TRANSFERS, CEILING}):
+                for conc in CEILING_CONNECTIONS:
                     argv = [bench, mode, "--objects", str(full), "--size", size,
                             "--concurrency", str(conc),
                             "--prefix", f"{run_id}/ceiling-r{r}-x{conc}", *extra]
@@ -357,7 +356,7 @@ with tempfile.TemporaryDirectory(prefix="cairn-pipeline-") as tmp:
 
     print(f"\n{journal_mib:.0f} MiB journal of {RECORD}-byte records, {objects} objects of "
           f"{SEGMENT_MIB} MiB, {TRANSFERS} rclone transfers, ceiling: the best of "
-          f"{'/'.join(map(str, sorted({CAIRN_TRANSFERS, TRANSFERS, CEILING})))} "
+          f"{'/'.join(map(str, CEILING_CONNECTIONS))} "
           f"connections; checkpoint wrote {cp.get('objects_written')} objects; "
           f"{ROUNDS} round(s)" +
           (f"; server on CPUs {SERVER_CPUS}, tools on CPUs {CLIENT_CPUS}" if SERVER_CPUS else "")
