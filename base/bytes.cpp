@@ -99,4 +99,23 @@ std::optional<Bytes> fromBase64(std::string_view text) {
   return out;
 }
 
+std::string escapeForDisplay(std::string_view text) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b == '\\') {
+      out += "\\\\";
+    } else if (b >= 0x20 && b < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kDigits[b >> 4];
+      out += kDigits[b & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace cairn

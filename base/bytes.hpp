@@ -49,6 +49,10 @@ std::optional<Bytes> fromHex(std::string_view hex);
 
 // RFC 4648 base64, standard alphabet, '=' padding, no line breaks.
 std::string toBase64(ByteView bytes);
+// Text from outside (a file name, a server's message) made safe to print: printable ASCII
+// stays, every other byte becomes \xHH (and a backslash \\), so no control character,
+// escape sequence or invalid UTF-8 reaches a terminal or a JSON string.
+std::string escapeForDisplay(std::string_view text);
 // Canonical input only: padding present, pad bits zero, no whitespace.
 std::optional<Bytes> fromBase64(std::string_view text);
 

@@ -15,6 +15,7 @@
 #include "engine/journal.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store_errors.hpp"
+#include "engine/task_group.hpp"
 
 namespace cairn {
 
@@ -185,6 +186,96 @@ asio::awaitable<Res<void>> settleRewrites(ObjectStore& store,
   co_return Res<void>{};
 }
 
+// Counts one installed segment in the checkpoint's result.
+void countInstalled(InstalledCheckpoint& out, std::vector<std::string>& rewritten, const Uuid& ns,
+                    const ManifestSegment& seg, Installed installed) {
+  switch (installed) {
+    case Installed::written:
+      ++out.segmentsWritten;
+      out.bytesUploaded += seg.objectLength;
+      break;
+    case Installed::reused:
+      ++out.segmentsReused;
+      break;
+    case Installed::rewritten:
+      ++out.objectsRewritten;
+      out.bytesUploaded += seg.objectLength;
+      rewritten.push_back(keys::segment(ns, seg.objectSha256));
+      break;
+  }
+}
+
+// Reads the new segments in order and starts each one's upload in `tasks`. Uploads run at
+// most `uploads` at once, and one segment more is held: the next one, read and hashed while
+// they run (segmentsHeld). Segment bodies are built in buffers reused from segment to
+// segment (no fresh pages after the first few). With `prefix`, each body extends it here, in
+// order; otherwise the segments are hashed in parallel by their upload tasks. Returns the
+// first failure of the reading side; the tasks' own failures are the group's.
+asio::awaitable<Res<void>> uploadSegments(Journal& journal, ObjectStore& store, const Uuid& ns,
+                                          std::vector<ManifestSegment>& fresh, Sha256Lane* prefix,
+                                          EngineLimits& limits, OperationBudget& budget,
+                                          const CheckpointOptions& options, TaskGroup& tasks,
+                                          InstalledCheckpoint& out,
+                                          std::vector<std::string>& rewritten) {
+  // The pool and the limits below outlive every task: the caller waits for the group, and a
+  // task releases what it holds before the group counts it finished.
+  struct Shared {
+    explicit Shared(std::uint64_t bytes, std::uint64_t transfers)
+        : buffers(bytes), uploads(transfers), held(segmentsHeld(transfers)) {}
+    BufferPool buffers;
+    InFlightLimit uploads;
+    InFlightLimit held;
+  };
+  auto shared = std::make_shared<Shared>(
+      limits.bytes.capacity(),
+      transfersAtOnce(limits.bytes.capacity(),
+                      options.segmentTargetBytes + limits::kSegmentHeaderBytes));
+  for (ManifestSegment& seg : fresh) {
+    if (tasks.failed()) break;
+    if (auto ok = budget.reserve(seg.objectLength, seg.count, 1,
+                                 "segment " + std::to_string(seg.firstSequence));
+        !ok) {
+      co_return Failure<Error>{ok.error()};
+    }
+    auto heldPermit = co_await shared->held.acquire(1);
+    auto bytesPermit = co_await limits.bytes.acquire(seg.objectLength);
+    if (tasks.failed()) break;
+    std::optional<Res<Bytes>> read;
+    try {
+      read.emplace(co_await readSegment(journal, journal.lineage(), seg, shared->buffers));
+    } catch (const std::exception& e) {  // an allocation's
+      read.emplace(err(Errc::io, "segment " + std::to_string(seg.firstSequence) + ": " + e.what()));
+    }
+    if (!*read) co_return Failure<Error>{read->error()};
+    Bytes object = std::move(**read);
+    if (prefix) {
+      auto named = co_await checkAndNameOnPool(seg, object, prefix);
+      if (!named) {
+        shared->buffers.give(std::move(object));
+        co_return Failure<Error>{named.error()};
+      }
+    }
+    if (!co_await tasks.room()) break;
+    tasks.start([&, shared, &seg = seg, object = std::move(object), h = std::move(heldPermit),
+                 b = std::move(bytesPermit),
+                 hashHere = prefix == nullptr]() mutable -> asio::awaitable<Res<void>> {
+      Res<void> named;
+      if (hashHere) named = co_await checkAndNameOnPool(seg, object, nullptr);
+      Res<Installed> installed = Failure<Error>{Error{Errc::io, "not installed"}};
+      if (named) {
+        installed =
+            co_await uploadSegment(store, ns, seg, object, shared->uploads, limits, options);
+      }
+      shared->buffers.give(std::move(object));
+      if (!named) co_return Failure<Error>{named.error()};
+      if (!installed) co_return Failure<Error>{installed.error()};
+      countInstalled(out, rewritten, ns, seg, *installed);
+      co_return Res<void>{};
+    });
+  }
+  co_return Res<void>{};
+}
+
 }  // namespace
 
 asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
@@ -196,6 +287,11 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
     co_return err(Errc::usage, "segment target must be 1 byte..64 MiB");
   }
   std::uint64_t from = previous ? previous->prefix.sequence : 0;
+  if (options.reuseMaxAge > kMaxReuseMaxAge) {
+    co_return err(Errc::usage, "the reuse age must be at most " +
+                                   std::to_string(kMaxReuseMaxAge.count()) +
+                                   " s (vacuum's grace period relies on that bound)");
+  }
   if (options.reuseMaxAge < 2 * options.rewriteSettle) {
     co_return err(Errc::usage, "the reuse age must be at least twice the rewrite settle time (" +
                                    std::to_string(2 * options.rewriteSettle.count()) + " ms)");
@@ -225,17 +321,17 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
 
   InstalledCheckpoint out;
   std::vector<std::string> rewritten;
-  std::optional<Error> failure;
-  std::size_t running = 0;
-  Signal finished;
   auto executor = co_await asio::this_coro::executor;
+  // Every task of the checkpoint (the prefix hash, the segment uploads) runs in this group:
+  // each one's permits and buffer are released before the group counts it finished, and
+  // every path below waits for the group before this frame goes away (engine/task_group.hpp).
+  TaskGroup tasks(executor);
   // The prefix hash. Where the journal knows its state at the first new segment's start (the
   // header: a first checkpoint or a compaction; or the cutoff of this process's previous
   // checkpoint), each new body extends it while its object is hashed, in order, the two
   // interleaved on one core: no second read of the journal, and less CPU than two hashes.
   // Otherwise it is read and hashed from the journal while the segments upload (its reads and
-  // hashing overlap the network instead of following it); every path below waits for that, a
-  // failure too, before this frame goes away, and an exception (the hash's) becomes its error.
+  // hashing overlap the network instead of following it).
   std::optional<Sha256Lane> prefixLane =
       journal.knownPrefix(fresh.empty() ? cutoff : fresh.front().firstSequence - 1);
   if (prefixLane && !fresh.empty() && !Sha256Lane::interleaves()) {
@@ -243,118 +339,25 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
     // loop; separately, the segments' hashes run in parallel and the prefix's beside them.
     prefixLane.reset();
   }
-  std::optional<Res<Prefix>> prefix;
-  Signal prefixDone;
-  if (prefixLane) {
-    prefixDone.notify();
-  } else {
-    asio::co_spawn(
-        executor,
-        [&]() -> asio::awaitable<void> {
-          try {
-            prefix.emplace(co_await journal.prefix(cutoff, limits::kMaxPrefixBytes));
-          } catch (const std::exception& e) {
-            prefix.emplace(err(Errc::io, std::string("hashing the journal prefix: ") + e.what()));
-          }
-          prefixDone.notify();
-        },
-        asio::detached);
+  std::optional<Prefix> prefix;
+  if (!prefixLane) {
+    tasks.start([&]() -> asio::awaitable<Res<void>> {
+      auto hashed = co_await journal.prefix(cutoff, limits::kMaxPrefixBytes);
+      if (!hashed) co_return Failure<Error>{hashed.error()};
+      prefix = *hashed;
+      co_return Res<void>{};
+    });
   }
-  // Segment bodies are built in buffers reused from segment to segment (no fresh pages after
-  // the first few). They are read one after another, in order, so the first upload starts as
-  // soon as one segment is read; uploads run at most `uploads` at once, and one segment more
-  // is held: the next one, read and hashed while they run (segmentsHeld).
-  BufferPool buffers(limits.bytes.capacity());
-  const std::uint64_t transfers = transfersAtOnce(
-      limits.bytes.capacity(), options.segmentTargetBytes + limits::kSegmentHeaderBytes);
-  InFlightLimit uploads(transfers);
-  InFlightLimit held(segmentsHeld(transfers));
-  for (ManifestSegment& seg : fresh) {
-    if (failure) break;
-    if (auto ok = budget.reserve(seg.objectLength, seg.count, 1,
-                                 "segment " + std::to_string(seg.firstSequence));
-        !ok) {
-      failure = ok.error();
-      break;
-    }
-    auto heldPermit = co_await held.acquire(1);
-    auto bytesPermit = co_await limits.bytes.acquire(seg.objectLength);
-    if (failure) break;
-    std::optional<Res<Bytes>> read;
-    try {
-      read.emplace(co_await readSegment(journal, journal.lineage(), seg, buffers));
-    } catch (const std::exception& e) {
-      // (An allocation's.) This frame must outlive the uploads already started.
-      read.emplace(err(Errc::io, "segment " + std::to_string(seg.firstSequence) + ": " + e.what()));
-    }
-    auto& object = *read;
-    if (!object) {
-      if (!failure) failure = object.error();
-      break;
-    }
-    if (prefixLane) {
-      // Here, in order: the body extends the prefix hash.
-      auto named = co_await checkAndNameOnPool(seg, *object, &*prefixLane);
-      if (!named) {
-        buffers.give(std::move(*object));
-        if (!failure) failure = named.error();
-        break;
-      }
-    }
-    ++running;
-    asio::co_spawn(
-        executor,
-        [&, &seg = seg, object = std::move(*object), h = std::move(heldPermit),
-         b = std::move(bytesPermit)]() mutable -> asio::awaitable<void> {
-          Res<Installed> written = Installed::written;
-          try {
-            Res<void> named;
-            if (!prefixLane) {  // the segments' hashes run in parallel
-              named = co_await checkAndNameOnPool(seg, object, nullptr);
-            }
-            if (named) {
-              written = co_await uploadSegment(store, ns, seg, object, uploads, limits, options);
-            } else {
-              written = Failure<Error>{named.error()};
-            }
-          } catch (const std::exception& e) {
-            // The loop waits for every upload: this one must end, and count as ended.
-            written =
-                err(Errc::io, "segment " + std::to_string(seg.firstSequence) + ": " + e.what());
-          }
-          buffers.give(std::move(object));
-          if (!written) {
-            if (!failure) failure = written.error();
-          } else if (*written == Installed::written) {
-            ++out.segmentsWritten;
-            out.bytesUploaded += seg.objectLength;
-          } else if (*written == Installed::reused) {
-            ++out.segmentsReused;
-          } else {
-            ++out.objectsRewritten;
-            out.bytesUploaded += seg.objectLength;
-            rewritten.push_back(keys::segment(ns, seg.objectSha256));
-          }
-          // The held permit goes back before the loop may finish: `held` lives in the loop's
-          // frame, which may end once `running` is 0.
-          { auto release = std::move(h); }
-          if (--running == 0) finished.notify();
-        },
-        asio::detached);
-  }
-  // running can reach 0 (and notify) between spawns, so wait until it is 0 now.
-  while (running > 0) {
-    finished.reset();
-    co_await finished.wait();
-  }
-  co_await prefixDone.wait();
-  if (failure) co_return Failure<Error>{*failure};
+  auto uploaded =
+      co_await uploadSegments(journal, store, ns, fresh, prefixLane ? &*prefixLane : nullptr,
+                              limits, budget, options, tasks, out, rewritten);
+  if (!uploaded) tasks.fail(uploaded.error());
+  if (auto all = co_await tasks.wait(); !all) co_return Failure<Error>{all.error()};
   if (prefixLane) {
     journal.rememberPrefix(cutoff, *prefixLane);  // the next checkpoint extends it
-    prefix.emplace(Prefix{cutoff, ends[cutoff], prefixLane->finish()});
+    prefix = Prefix{cutoff, ends[cutoff], prefixLane->finish()};
     out.prefixWithSegments = !fresh.empty();
   }
-  if (!*prefix) co_return Failure<Error>{prefix->error()};
 
   Manifest& m = out.manifest;
   m.generation = previous ? previous->generation + 1 : 1;
@@ -362,7 +365,7 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
   m.lineage = journal.lineage();
   if (previous && !options.compact) m.segments = previous->segments;
   m.segments.insert(m.segments.end(), fresh.begin(), fresh.end());
-  m.prefix = **prefix;
+  m.prefix = *prefix;
   auto bytes = encodeManifest(m);
   if (!bytes) co_return Failure<Error>{bytes.error()};
   out.manifestBytes = std::move(*bytes);

@@ -25,6 +25,10 @@ class ObjectStore;
 inline constexpr std::chrono::milliseconds kRewriteSettle{2000};
 // The smallest reuse age: a publication must outlast at least two settle waits.
 inline constexpr std::chrono::seconds kMinReuseMaxAge{5};
+// The largest reuse age a publisher accepts. Vacuum's grace must be at least twice every
+// publisher's reuse age; bounding it here lets vacuum refuse every grace that some accepted
+// publisher could make unsafe (VacuumOptions::publisherReuseMaxAge).
+inline constexpr std::chrono::seconds kMaxReuseMaxAge{1800};
 
 struct CheckpointOptions {
   // A segment closes at the first frame boundary at or after this many body bytes.
@@ -34,9 +38,9 @@ struct CheckpointOptions {
   bool compact = false;
   // An object that already exists is relied on only while it is younger than this; an older
   // one is rewritten with the same bytes, so a concurrent vacuum's grace period covers it
-  // again. Must be at most half of every vacuum's grace (docs/operations.md), and at least
-  // twice rewriteSettle. A publication that takes longer than this from its first upload to
-  // its intent is abandoned.
+  // again. kMinReuseMaxAge..kMaxReuseMaxAge (at most half of every vacuum's grace,
+  // docs/operations.md), and at least twice rewriteSettle. A publication that takes longer than
+  // this from its first upload to its intent is abandoned.
   std::chrono::seconds reuseMaxAge{600};
   std::chrono::milliseconds rewriteSettle = kRewriteSettle;
   // Seconds since the epoch; the system clock unless a test sets it.

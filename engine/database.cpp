@@ -6,6 +6,8 @@
 
 #include "engine/store/object_store.hpp"
 #include "engine/store/open_store.hpp"
+#include "io/file.hpp"
+#include "io/uring.hpp"
 
 namespace cairn {
 
@@ -36,14 +38,21 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
     // Open the store before the journal is created: a store that cannot be opened (no
     // credentials, a directory that cannot be made) leaves nothing behind to trip a retry.
     auto executor = co_await asio::this_coro::executor;
-    auto store = openStore(uring, executor, target->storeUrl);
+    auto store = openStore(uring, executor, target->storeUrl, StoreCreation::createIfMissing);
     if (!store) co_return err(Errc::usage, "store " + target->storeUrl + ": " + store.error());
     db->store_ = std::move(*store);
   }
   auto journal = co_await Journal::create(uring, dir, databaseId, options.journal);
   if (!journal) co_return Failure<Error>{journal.error()};
   db->journal_ = std::move(*journal);
-  if (target) {
+  if (!target) {
+    const std::string note = "this database publishes nowhere (created without a store)\n";
+    auto marked = co_await io::durableReplace(uring, dir / kJournalOnlyFile, asBytes(note));
+    if (!marked) {
+      co_return err(Errc::io, "cannot write " + (dir / kJournalOnlyFile).string() + ": " +
+                                  marked.error().message());
+    }
+  } else {
     PublisherState state;
     state.storeUrl = target->storeUrl;
     state.ns = target->ns;
@@ -78,7 +87,16 @@ asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
   db.limits_.requests = InFlightLimit(std::max<std::uint64_t>(options.inflightRequests, 1));
   auto state = co_await loadPublisherState(uring, dir);
   if (!state) co_return Failure<Error>{state.error()};
-  if (!*state) co_return Res<void>{};  // journal-only
+  if (!*state) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir / kJournalOnlyFile, ec)) co_return Res<void>{};
+    co_return err(Errc::missing,
+                  dir.string() + " has no " + kPublisherStateFile + " and no " + kJournalOnlyFile +
+                      " marker: if it publishes to a store, its publisher state was lost "
+                      "(restore the file, or rebuild the directory with cairn recover "
+                      "--writable); if it never published, create " +
+                      (dir / kJournalOnlyFile).string());
+  }
   if ((*state)->lineage != db.journal_->lineage()) {
     co_return err(Errc::binding, "the publisher state belongs to another journal (lineage " +
                                      toHex((*state)->lineage) + ")");

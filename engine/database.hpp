@@ -41,15 +41,16 @@ struct DatabaseOptions {
 class Database {
  public:
   // Creates DIR with a new journal and, with a target, the publisher state (the namespace
-  // starts uninitialized). Takes the directory lock. A target's store is opened first
-  // (whatever options.openStore says): one that cannot be opened is a usage error, and no
-  // journal is created. (A directory store's directory is made then, and stays if the
-  // journal cannot be created.)
+  // starts uninitialized); without one, the journal-only marker. Takes the directory lock. A
+  // target's store is opened first (whatever options.openStore says): one that cannot be opened is
+  // a usage error, and no journal is created. (A directory store's directory is made then, and
+  // stays if the journal cannot be created.)
   static boost::asio::awaitable<Res<std::unique_ptr<Database>>> create(
       io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
       const std::optional<PublishTarget>& target, DatabaseOptions options = {});
-  // Opens DIR: the journal (taking the lock, cutting a torn tail), the publisher state and
-  // the store it names.
+  // Opens DIR: the journal (taking the lock, cutting a torn tail unless options.journal says
+  // read-only), the publisher state and the store it names. A directory with neither a
+  // publisher state nor the journal-only marker is refused (its state was lost).
   static boost::asio::awaitable<Res<std::unique_ptr<Database>>> open(
       io::Uring& uring, const std::filesystem::path& dir, DatabaseOptions options = {});
   ~Database();

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -17,6 +18,8 @@
 
 #include "engine/async.hpp"
 #include "engine/cpu_pool.hpp"
+#include "engine/format/publisher_state.hpp"
+#include "engine/state_file.hpp"
 #include "io/file.hpp"
 #include "io/lock.hpp"
 #include "io/uring.hpp"
@@ -38,6 +41,77 @@ struct Batch {
   std::vector<Completion<Res<std::uint64_t>>*> waiters;
   bool empty() const { return ends.empty(); }
 };
+
+// Names tried for a torn tail's file (journal.torn-OFFSET-SECONDS[-N]).
+constexpr int kMaxTornFileAttempts = 16;
+
+Res<void> checkOptions(const JournalOptions& o) {
+  if (o.maxBatchBytes == 0 || o.maxBatchBytes > kMaxBatchBytes) {
+    return err(Errc::usage, "the journal's batch size must be 1.." +
+                                std::to_string(kMaxBatchBytes) +
+                                " bytes: a crash may tear at most one batch, and the torn-tail "
+                                "rule relies on that bound");
+  }
+  if (o.readOnly && o.cutDamagedTail) {
+    return err(Errc::usage, "a read-only journal cuts nothing");
+  }
+  return {};
+}
+
+// What DIR/publisher.state proves acknowledged (nothing without the file). A damaged file is
+// an error, never read as absent.
+Res<std::optional<AcknowledgedPrefix>> readAcknowledged(const fs::path& dir,
+                                                        const Digest& lineage) {
+  auto read = readPublisherStateFile(dir);
+  if (!read) return Failure<Error>{read.error()};
+  if (!*read) return std::optional<AcknowledgedPrefix>{};
+  const fs::path path = dir / kPublisherStateFile;
+  const PublisherState* state = &**read;
+  if (state->lineage != lineage) {
+    return err(Errc::binding, path.string() + " belongs to another journal (lineage " +
+                                  toHex(state->lineage) + ")");
+  }
+  std::optional<AcknowledgedPrefix> out;
+  auto consider = [&](const Head& h, const char* what) {
+    const HeadFields& f = h.fields();
+    if (!out || f.prefixLength > out->length) {
+      out = AcknowledgedPrefix{
+          f.prefixSequence, f.prefixLength,
+          path.string() + " (" + what + ", revision " + std::to_string(f.revision) + ")"};
+    }
+  };
+  if (state->expected) consider(state->expected->head, "the expected head");
+  if (state->pending) consider(state->pending->candidate, "a pending intent");
+  return out;
+}
+
+// Temporary files of a durable replace (NAME.tmp.PID.N) that a killed process left in the
+// directory: under the lock, none is anyone's. Best effort.
+void removeStaleTemporaries(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find(".tmp.") == std::string::npos || !it->is_regular_file(ec)) continue;
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
+
+// The directory's lock, or why not: busy (naming the holder), not a database directory, or
+// the file system's error.
+Res<io::DirectoryLock> lockDirectory(const fs::path& dir) {
+  auto lock = io::DirectoryLock::acquire(dir);
+  if (lock) return std::move(*lock);
+  if (lock.error() == std::errc::resource_unavailable_try_again) {
+    auto pid = io::DirectoryLock::holder(dir);
+    return err(Errc::busy, dir.string() + " is owned by another process" +
+                               (pid ? " (pid " + std::to_string(*pid) + ")" : ""));
+  }
+  if (lock.error() == std::errc::no_such_file_or_directory) {
+    return err(Errc::usage, dir.string() + " is not a database directory");
+  }
+  return ioError("cannot lock " + (dir / io::DirectoryLock::kFileName).string(), lock.error());
+}
 
 using io::AlignedBuffer;
 using io::allocateAligned;
@@ -99,20 +173,15 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
                                                                const fs::path& dir,
                                                                std::u16string_view databaseId,
                                                                JournalOptions options) {
+  if (auto valid = checkOptions(options); !valid) co_return Failure<Error>{valid.error()};
+  if (options.readOnly) co_return err(Errc::usage, "a journal cannot be created read-only");
   auto headerBytes = encodeJournalHeader(databaseId);
   if (!headerBytes) co_return Failure<Error>{headerBytes.error()};
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) co_return ioError("cannot create " + dir.string(), ec);
-  auto lock = io::DirectoryLock::acquire(dir);
-  if (!lock) {
-    if (lock.error() == std::errc::resource_unavailable_try_again) {
-      auto pid = io::DirectoryLock::holder(dir);
-      co_return err(Errc::busy, dir.string() + " is owned by another process" +
-                                    (pid ? " (pid " + std::to_string(*pid) + ")" : ""));
-    }
-    co_return ioError("cannot lock " + dir.string(), lock.error());
-  }
+  auto lock = lockDirectory(dir);
+  if (!lock) co_return Failure<Error>{lock.error()};
   // Write the header to a temporary name, make it durable, then link it into place: the
   // journal appears whole or not at all, and link() refuses to replace an existing one.
   fs::path final = dir / kFileName;
@@ -143,10 +212,18 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
   auto j = co_await openUnscanned(uring, dir, options);
   if (!j) co_return std::move(j);
   Journal& journal = **j;
+  // Under the lock: what the publisher state proves acknowledged, before any byte is judged.
+  auto acknowledged = readAcknowledged(dir, journal.lineage());
+  if (!acknowledged) co_return Failure<Error>{acknowledged.error()};
+  journal.acknowledged_ = std::move(*acknowledged);
+  if (!options.readOnly) removeStaleTemporaries(dir);
   auto size = journal.fileBytes();
   if (!size) co_return Failure<Error>{size.error()};
   if (auto scanned = co_await journal.scanFrames(*size); !scanned) {
     co_return Failure<Error>{scanned.error()};
+  }
+  if (auto reached = journal.checkAcknowledgedReached(); !reached) {
+    co_return Failure<Error>{reached.error()};
   }
   journal.impl_->nextSequence = journal.endSequence() + 1;
   journal.impl_->scanned = true;
@@ -156,26 +233,18 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
 asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring& uring,
                                                                       const fs::path& dir,
                                                                       JournalOptions options) {
+  if (auto valid = checkOptions(options); !valid) co_return Failure<Error>{valid.error()};
   std::unique_ptr<Journal> j(new Journal(uring, options));
-  auto lock = io::DirectoryLock::acquire(dir);
-  if (!lock) {
-    if (lock.error() == std::errc::resource_unavailable_try_again) {
-      auto pid = io::DirectoryLock::holder(dir);
-      co_return err(Errc::busy, dir.string() + " is owned by another process" +
-                                    (pid ? " (pid " + std::to_string(*pid) + ")" : ""));
-    }
-    if (lock.error() == std::errc::no_such_file_or_directory) {
-      co_return err(Errc::usage, dir.string() + " is not a database directory");
-    }
-    co_return ioError("cannot lock " + dir.string(), lock.error());
-  }
+  j->dir_ = dir;
+  auto lock = lockDirectory(dir);
+  if (!lock) co_return Failure<Error>{lock.error()};
   j->impl_->lock.emplace(std::move(*lock));
-  auto file = io::File::open(dir / kFileName, O_RDWR | O_CLOEXEC);
+  auto file = io::File::open(dir / kFileName, (options.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   if (!file) {
     if (file.error() == std::errc::no_such_file_or_directory) {
       co_return err(Errc::usage, "no journal in " + dir.string() + " (run cairn init)");
     }
-    co_return ioError("cannot open journal", file.error());
+    co_return ioError("cannot open " + (dir / kFileName).string(), file.error());
   }
   j->impl_->file = std::move(*file);
   if (options.directReads) {
@@ -201,9 +270,8 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring&
   co_return j;
 }
 
-// Reads every frame after the header, recording where each ends. A fault is a torn tail (cut)
-// only when it lies within the last kMaxUnsyncedBytes of the file: at most one batch is ever
-// unsynced, so damage farther from the end was acknowledged and is reported, never skipped.
+// Reads every frame after the header, recording where each ends; what follows the last valid
+// frame is judged by handleTail.
 asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
   std::uint64_t start = ends_.back();
   FrameScanner scanner(start, 1);
@@ -217,18 +285,130 @@ asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
   if (!read && !fault) co_return read;
   std::uint64_t boundary = scanner.boundaryOffset();
   if (boundary == fileSize) co_return Res<void>{};
-  if (fileSize - boundary > kMaxUnsyncedBytes) {
+  co_return co_await handleTail(boundary, fileSize, fault);
+}
+
+// The bytes after the last valid frame (docs/journal.md, "Torn tails"):
+//   1. inside the acknowledged prefix: an error, nothing cut (only the store has those bytes);
+//   2. judged by judgeTail: what a crash cannot leave is an error, nothing cut (unless the
+//      operator asked for the cut: cutDamagedTail);
+//   3. read-only: reported, left for the next writer;
+//   4. kept in a file beside the journal, durably, then cut, durably.
+asio::awaitable<Res<void>> Journal::handleTail(std::uint64_t boundary, std::uint64_t fileSize,
+                                               const std::optional<Error>& fault) {
+  TornTail tail;
+  tail.offset = boundary;
+  tail.bytes = fileSize - boundary;
+  tail.sequence = endSequence() + 1;
+  const std::string at = "offset " + std::to_string(boundary) + " (the frame of sequence " +
+                         std::to_string(tail.sequence) + ")";
+  const std::string found = fault ? fault->message : "the file ends inside the frame";
+  if (acknowledged_ && boundary < acknowledged_->length) {
     co_return err(Errc::format,
-                  "journal damaged before its tail: " +
-                      (fault ? fault->message : "frame at offset " + std::to_string(boundary)) +
-                      "; " + std::to_string(fileSize - boundary) +
-                      " bytes follow it, more than one unsynced batch");
+                  "the journal is damaged at " + at + ": " + found + "; that is inside the " +
+                      std::to_string(acknowledged_->length) + " bytes through sequence " +
+                      std::to_string(acknowledged_->sequence) + " that " + acknowledged_->source +
+                      " proves acknowledged, so nothing was cut; recover the database from the "
+                      "store (cairn recover) or restore the journal");
   }
-  // The torn tail of the one batch that was never acknowledged: cut it, durably.
+  const std::string refused = "; nothing was cut (cairn journal " + dir_.string() +
+                              " --cut-damaged-tail cuts it, keeping the bytes, if what follows "
+                              "may be lost)";
+  if (options_.cutDamagedTail) {
+    tail.crashShaped = false;
+    tail.reason = found + ", cut on request";
+  } else {
+    if (tail.bytes > kMaxTornTailBytes) {
+      co_return err(Errc::format, "the journal is damaged at " + at + ": " + found + "; " +
+                                      std::to_string(tail.bytes) +
+                                      " bytes follow it, more than a crash can leave unsynced" +
+                                      refused);
+    }
+    Bytes bytes;
+    auto read = co_await readRange(boundary, fileSize, [&](ByteView chunk) -> Res<void> {
+      bytes.insert(bytes.end(), chunk.begin(), chunk.end());
+      return {};
+    });
+    if (!read) co_return Failure<Error>{read.error()};
+    TailJudgement judged = judgeTail(bytes, boundary, tail.sequence);
+    if (!judged.torn) {
+      co_return err(Errc::format, "the journal is damaged at " + at + ": " + judged.reason +
+                                      "; no crash leaves that" + refused);
+    }
+    tail.reason = judged.reason;
+  }
+  if (options_.readOnly) {
+    tornTail_ = std::move(tail);
+    co_return Res<void>{};
+  }
+  auto kept = co_await keepTornBytes(boundary, fileSize);
+  if (!kept) co_return Failure<Error>{kept.error()};
+  tail.evidence = std::move(*kept);
   if (auto t = impl_->file.truncate(boundary); !t) co_return ioError("truncate", t.error());
   if (auto s = co_await uring_.fsync(impl_->file.fd()); !s) co_return ioError("fsync", s.error());
-  tornBytesCut_ = fileSize - boundary;
+  tail.cut = true;
+  tornTail_ = std::move(tail);
   co_return Res<void>{};
+}
+
+// Copies the journal's bytes [from, to) into a new file beside it, durably: the evidence of a
+// cut, which is never destroyed.
+asio::awaitable<Res<fs::path>> Journal::keepTornBytes(std::uint64_t from, std::uint64_t to) {
+  const std::string base = std::string(kTornTailFilePrefix) + std::to_string(from) + "-" +
+                           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
+  fs::path path;
+  io::File out;
+  for (int n = 0; n < kMaxTornFileAttempts && !out.isOpen(); ++n) {
+    path = dir_ / (n == 0 ? base : base + "-" + std::to_string(n));
+    auto f = io::File::open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (f) {
+      out = std::move(*f);
+    } else if (f.error() != std::errc::file_exists) {
+      co_return ioError("cannot keep the torn tail in " + path.string() + " (nothing was cut)",
+                        f.error());
+    }
+  }
+  if (!out.isOpen())
+    co_return err(Errc::io, "cannot name a file for the torn tail in " + dir_.string());
+  std::uint64_t at = 0;
+  auto copied =
+      co_await readRangeAsync(from, to, [&](ByteView chunk) -> asio::awaitable<Res<void>> {
+        auto w = co_await uring_.write(out.fd(), chunk, at);
+        if (!w)
+          co_return ioError("cannot keep the torn tail in " + path.string() + " (nothing was cut)",
+                            w.error());
+        at += chunk.size();
+        co_return Res<void>{};
+      });
+  Res<void> done = copied;
+  if (done) {
+    if (auto s = co_await uring_.fsync(out.fd()); !s)
+      done = ioError("fsync " + path.string(), s.error());
+  }
+  if (done) {
+    if (auto s = io::syncDirectory(dir_); !s) done = ioError("fsync " + dir_.string(), s.error());
+  }
+  if (!done) {
+    std::error_code ignored;
+    fs::remove(path, ignored);
+    co_return Failure<Error>{done.error()};
+  }
+  co_return path;
+}
+
+Res<void> Journal::checkAcknowledgedReached() const {
+  if (!acknowledged_) return {};
+  const AcknowledgedPrefix& a = *acknowledged_;
+  if (a.sequence <= endSequence() && offsetAfter(a.sequence) == a.length) return {};
+  return err(Errc::diverged,
+             "the journal ends at sequence " + std::to_string(endSequence()) + " (" +
+                 std::to_string(endOffset()) + " bytes), but " + a.source +
+                 " proves the prefix through sequence " + std::to_string(a.sequence) + " (" +
+                 std::to_string(a.length) +
+                 " bytes) acknowledged: the journal was truncated or replaced; nothing was "
+                 "changed, and no sequence is reused (recover the database: cairn recover)");
 }
 
 asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t end,
@@ -618,9 +798,11 @@ asio::awaitable<Res<std::uint64_t>> Journal::append(ByteView payload) {
   Impl& s = *impl_;
   if (s.failed) co_return Failure<Error>{*s.failed};
   if (!s.scanned) co_return err(Errc::usage, "the journal was opened without its frames scanned");
+  if (options_.readOnly) co_return err(Errc::usage, "the journal was opened to read only");
   if (payload.size() > limits::kMaxPayloadBytes) {
-    co_return err(Errc::usage,
-                  "record of " + std::to_string(payload.size()) + " bytes exceeds the 16 MiB cap");
+    co_return err(Errc::usage, "record of " + std::to_string(payload.size()) +
+                                   " bytes exceeds the cap of " +
+                                   std::to_string(limits::kMaxPayloadBytes) + " bytes");
   }
   if (s.waiting >= options_.maxWaitingAppenders) {
     co_return err(Errc::busy, "too many appenders waiting (" + std::to_string(s.waiting) + ")");

@@ -29,8 +29,16 @@ class Uring;
 struct JournalOptions {
   // One batch is one write and one fdatasync. A batch never exceeds this many bytes (unless a
   // single frame is larger), and at most one batch is unsynced at any time, so a crash can
-  // damage at most the last kMaxUnsyncedBytes of the file.
-  std::uint64_t maxBatchBytes = std::uint64_t{4} << 20;
+  // damage at most the last batch (docs/journal.md, "Torn tails"). 1..kMaxBatchBytes: a
+  // larger value is refused, since the torn-tail rule relies on that bound.
+  std::uint64_t maxBatchBytes = kMaxBatchBytes;
+  // To read only: a torn tail is found and reported (tornTail()) but not cut, nothing in the
+  // directory is written, and append() is refused. The directory is still locked.
+  bool readOnly = false;
+  // Cut the first damaged frame and everything after it even where no crash explains the
+  // damage (the bytes are kept beside the journal first). Never below the prefix the
+  // publisher state proves acknowledged. `cairn journal --cut-damaged-tail` only.
+  bool cutDamagedTail = false;
   // Appenders suspended in append() at once (in the pending batch or waiting for room).
   // One more gets Errc::busy at once instead of queueing without bound.
   std::size_t maxWaitingAppenders = 65'536;
@@ -50,10 +58,27 @@ struct JournalOptions {
 
 inline constexpr std::uint64_t kMinDirectReadBytes = std::uint64_t{64} << 10;
 
-// The most bytes a crash can leave unsynced: one batch of maxBatchBytes, or one largest frame.
-// A fault closer than this to the end of the file is a torn tail; one farther away is damage.
-inline constexpr std::uint64_t kMaxUnsyncedBytes =
-    (std::uint64_t{4} << 20) + limits::kFrameOverheadBytes + limits::kMaxPayloadBytes;
+// The prefix the directory's durable publisher state proves acknowledged: every record of it
+// was durable before the state recorded a head (or an intent) covering it. A scan never cuts
+// into it, and a journal that ends before it is refused.
+struct AcknowledgedPrefix {
+  std::uint64_t sequence = 0;
+  std::uint64_t length = 0;
+  std::string source;  // which record proves it, for messages
+};
+
+// What a scan found after the last valid frame (judgeTail) and what became of it.
+struct TornTail {
+  std::uint64_t offset = 0;        // the end of the last valid frame: where a cut starts
+  std::uint64_t bytes = 0;         // the bytes from there to the file's end
+  std::uint64_t sequence = 0;      // the sequence of the first frame it would cut
+  std::string reason;              // judgeTail's reason
+  bool crashShaped = true;         // false: cut on request (JournalOptions::cutDamagedTail)
+  bool cut = false;                // false: found by a read-only open, left for the next writer
+  std::filesystem::path evidence;  // the file the cut bytes were kept in (when cut)
+};
+// Files holding bytes cut from a journal are named like this, followed by the offset.
+inline constexpr const char* kTornTailFilePrefix = "journal.torn-";
 
 class Journal {
  public:
@@ -64,7 +89,11 @@ class Journal {
       io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
       JournalOptions options = {});
   // Opens an existing journal: takes the directory lock (Errc::busy if another owner holds
-  // it), checks the header and every frame, and cuts a torn tail.
+  // it), reads what the publisher state proves acknowledged, checks the header and every
+  // frame, and cuts a torn tail (docs/journal.md): only what a crash explains, never into
+  // the acknowledged prefix, keeping the cut bytes in a file beside the journal. Damage a
+  // crash does not explain, or any damage in the acknowledged prefix, is an error naming its
+  // offset, and nothing is cut.
   static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> open(
       io::Uring& uring, const std::filesystem::path& dir, JournalOptions options = {});
   // The lock and the header only (lineage() and header() are known); no frame is scanned.
@@ -120,8 +149,12 @@ class Journal {
   std::uint64_t endOffset() const { return ends_.back(); }
   // Offset just after frame `sequence` (sequence 0: the header's length).
   std::uint64_t offsetAfter(std::uint64_t sequence) const { return ends_.at(sequence); }
+  // What the open found after the last valid frame, and whether it cut it.
+  const std::optional<TornTail>& tornTail() const { return tornTail_; }
   // Bytes cut from a torn tail when the journal was opened.
-  std::uint64_t tornBytesCut() const { return tornBytesCut_; }
+  std::uint64_t tornBytesCut() const { return tornTail_ && tornTail_->cut ? tornTail_->bytes : 0; }
+  // What the publisher state proved acknowledged when the journal was opened.
+  const std::optional<AcknowledgedPrefix>& acknowledged() const { return acknowledged_; }
   // Statistics of group commit.
   std::uint64_t batchesWritten() const { return batches_; }
   // Whether large reads bypass the page cache (JournalOptions::directReads and a file system
@@ -136,6 +169,11 @@ class Journal {
   Journal(io::Uring& uring, JournalOptions options);
   boost::asio::awaitable<void> writeBatches();
   boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
+  boost::asio::awaitable<Res<void>> handleTail(std::uint64_t boundary, std::uint64_t fileSize,
+                                               const std::optional<Error>& fault);
+  Res<void> checkAcknowledgedReached() const;
+  boost::asio::awaitable<Res<std::filesystem::path>> keepTornBytes(std::uint64_t from,
+                                                                   std::uint64_t to);
   struct ReadSlot;
   // readRangeAsync; with `into` (room for end - start bytes), chunks read through the page
   // cache are read into it, at their offset from `start`, and the sink gets views of it.
@@ -172,7 +210,9 @@ class Journal {
     Sha256Lane hash;
   };
   std::optional<PrefixMemo> prefixMemo_;
-  std::uint64_t tornBytesCut_ = 0;
+  std::optional<TornTail> tornTail_;
+  std::optional<AcknowledgedPrefix> acknowledged_;
+  std::filesystem::path dir_;
   std::uint64_t batches_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include "engine/format/checks.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/journal.hpp"
+#include "engine/state_file.hpp"
 #include "engine/store/intercept_store.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store_errors.hpp"
@@ -67,29 +68,7 @@ asio::awaitable<Res<void>> initializePublisher(io::Uring& uring, const std::file
 
 asio::awaitable<Res<std::optional<PublisherState>>> loadPublisherState(
     io::Uring&, const std::filesystem::path& dir) {
-  auto path = statePath(dir);
-  auto file = io::File::open(path, O_RDONLY);
-  if (!file) {
-    if (file.error() == std::errc::no_such_file_or_directory) {
-      co_return std::optional<PublisherState>{};
-    }
-    co_return err(Errc::io, "cannot open " + path.string() + ": " + file.error().message());
-  }
-  // One byte more than the largest valid file, so an oversized file is seen as such.
-  Bytes bytes(kMaxPublisherStateBytes + 1);
-  auto n = file->readFullAt(bytes, 0);
-  if (!n) co_return err(Errc::io, "cannot read " + path.string() + ": " + n.error().message());
-  bytes.resize(*n);
-  auto state = decodePublisherState(bytes);
-  if (!state) {
-    co_return Failure<Error>{Error{state.error().code,
-                                   path.string() +
-                                       " is damaged (never reset; restore it or "
-                                       "recover the database): " +
-                                       state.error().message,
-                                   path.string()}};
-  }
-  co_return std::optional<PublisherState>{std::move(*state)};
+  co_return readPublisherStateFile(dir);
 }
 
 // ---- the publisher -------------------------------------------------------------------------

@@ -26,9 +26,6 @@ class Uring;
 class Journal;
 class ObjectStore;
 
-// The state file in the database directory.
-inline constexpr const char* kPublisherStateFile = "publisher.state";
-
 // Test-only fault points (docs/protocol.md): the publisher calls the hook with each name as
 // it passes the point; a test hook may kill the process there. Names:
 //   before-upload, after-upload      around each immutable object's create-if-absent

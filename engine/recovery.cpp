@@ -183,6 +183,11 @@ asio::awaitable<Res<Recovered>> recoverDatabase(io::Uring& uring, ObjectStore& s
     if (!bytes) co_return Failure<Error>{bytes.error()};
     auto written = co_await io::durableReplace(uring, dir / kPublisherStateFile, *bytes);
     if (!written) co_return ioFail("write", dir / kPublisherStateFile, written.error());
+  } else {
+    // A pinned read copy publishes nowhere: say so, as a journal-only database does.
+    const std::string note = "a read copy of head " + toHex(head.id()) + " (cairn recover)\n";
+    auto marked = co_await io::durableReplace(uring, dir / kJournalOnlyFile, asBytes(note));
+    if (!marked) co_return ioFail("write", dir / kJournalOnlyFile, marked.error());
   }
   co_return out;
 }

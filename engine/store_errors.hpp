@@ -15,6 +15,9 @@ inline Failure<Error> storeError(const StoreOutcome& o, const std::string& key) 
     case StoreStatus::uncertain:
       code = Errc::uncertain;
       break;
+    case StoreStatus::undetermined:
+      code = Errc::undetermined;
+      break;
     default:
       break;
   }

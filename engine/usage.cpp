@@ -127,6 +127,9 @@ asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uu
     u.bytes += o.size;
   });
   if (!listed) co_return Failure<Error>{listed.error()};
+  auto leftovers = co_await store.leftovers(/*reclaim=*/false);
+  if (!leftovers) co_return storeError(leftovers.error(), store.describe());
+  usage.leftovers = *leftovers;
   co_return usage;
 }
 

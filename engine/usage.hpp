@@ -15,11 +15,9 @@
 #include "engine/budget.hpp"
 #include "engine/format/head.hpp"
 #include "engine/format/uuid.hpp"
+#include "engine/store/object_store.hpp"
 
 namespace cairn {
-
-class ObjectStore;
-struct ObjectInfo;
 
 enum class ObjectClass : std::uint8_t { head, headCopy, manifest, segment, other };
 inline constexpr std::size_t kObjectClasses = 5;
@@ -58,6 +56,8 @@ struct NamespaceUsage {
   bool historyEnds = false;     // see RetainedGraph
   std::array<UsageCount, kObjectClasses> reachable{};
   std::array<UsageCount, kObjectClasses> unreachable{};
+  // The store's leftovers (all namespaces'): temporary files of writers that died.
+  LeftoverUsage leftovers;
 };
 
 // Calls `each` for every object under `prefix`, page by page (one request per page, reserved

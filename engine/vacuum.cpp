@@ -137,12 +137,34 @@ int deletionOrder(ObjectClass c) {
 
 }  // namespace
 
+namespace {
+
+// The store's leftovers (temporary files of writers that died), deleted with apply.
+asio::awaitable<Res<VacuumReport>> withLeftovers(ObjectStore& store, const VacuumOptions& options,
+                                                 VacuumReport report) {
+  auto leftovers = co_await store.leftovers(options.apply);
+  if (!leftovers) co_return storeError(leftovers.error(), store.describe());
+  report.leftovers = *leftovers;
+  co_return report;
+}
+
+}  // namespace
+
 asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,
                                                    const VacuumOptions& options,
                                                    EngineLimits& limits, OperationBudget& budget) {
   static_assert(kVacuumIssueWindow + kVacuumDeleteTimeout < kRewriteSettle,
                 "a publisher's settle wait must outlast vacuum's DELETE window");
   if (options.graceSeconds < 0) co_return err(Errc::usage, "the grace period must be >= 0");
+  if (options.publisherReuseMaxAge.count() < 0 ||
+      options.graceSeconds < 2 * options.publisherReuseMaxAge.count()) {
+    co_return err(Errc::usage,
+                  "a grace period of " + std::to_string(options.graceSeconds) +
+                      " s could delete what a concurrent publisher relies on: it must be at "
+                      "least twice the longest reuse age of any publisher (" +
+                      std::to_string(options.publisherReuseMaxAge.count()) + " s), so at least " +
+                      std::to_string(2 * options.publisherReuseMaxAge.count()) + " s");
+  }
   if (ns.isNil()) co_return err(Errc::usage, "the namespace must not be the nil UUID");
   const auto now = options.now ? options.now : std::function<std::int64_t()>(unixSecondsNow);
   const std::string prefix = namespacePrefix(ns);
@@ -196,7 +218,7 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
       }
     };
     tally();
-    if (!options.apply) co_return report;
+    if (!options.apply) co_return co_await withLeftovers(store, options, std::move(report));
     if (!graph->current) {
       co_return Failure<Error>{
           Error{Errc::missing,
@@ -312,7 +334,7 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
       co_return Failure<Error>{std::move(e)};
     }
     report.verified = true;
-    co_return report;
+    co_return co_await withLeftovers(store, options, std::move(report));
   }
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "engine/budget.hpp"
+#include "engine/checkpoint.hpp"
 #include "engine/format/head.hpp"
 #include "engine/usage.hpp"
 
@@ -36,12 +37,18 @@ class ObjectStore;
 
 inline constexpr std::chrono::milliseconds kVacuumIssueWindow{500};
 inline constexpr std::chrono::milliseconds kVacuumDeleteTimeout{1000};
-inline constexpr std::int64_t kDefaultGraceSeconds = 3600;
+inline constexpr std::int64_t kDefaultGraceSeconds = 2 * kMaxReuseMaxAge.count();
 inline constexpr std::uint64_t kDefaultKeepRevisions = 10;
 
 struct VacuumOptions {
   std::uint64_t keepRevisions = kDefaultKeepRevisions;  // 0 keeps every revision
+  // At least twice publisherReuseMaxAge (rule 2): vacuumNamespace refuses a shorter one.
   std::int64_t graceSeconds = kDefaultGraceSeconds;
+  // The longest reuse age of any publisher that may run beside this vacuum: by default the
+  // longest one a publisher accepts (kMaxReuseMaxAge), so no accepted pair of options can
+  // delete what a publisher relies on. An embedder that controls every publisher may lower
+  // it; 0 says that none runs (tests: CAIRN_TEST_UNSAFE_GRACE, docs/operations.md).
+  std::chrono::seconds publisherReuseMaxAge = kMaxReuseMaxAge;
   bool apply = false;  // false: a dry run, nothing is deleted
   // Seconds since the epoch; the system clock unless a test sets it.
   std::function<std::int64_t()> now;
@@ -77,6 +84,9 @@ struct VacuumReport {
   std::uint64_t restarts = 0;  // the head moved while deleting: reachability recomputed
   std::uint64_t vanished = 0;  // gone before vacuum deleted them (another vacuum)
   bool verified = false;       // with apply: the current head's graph verified afterwards
+  // The store's leftovers (all namespaces'): temporary files of writers that died; with
+  // apply, deleted.
+  LeftoverUsage leftovers;
 };
 
 boost::asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,

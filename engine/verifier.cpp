@@ -1,8 +1,6 @@
 #include "engine/verifier.hpp"
 
 #include <algorithm>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <optional>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "engine/journal.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store_errors.hpp"
+#include "engine/task_group.hpp"
 
 namespace cairn {
 
@@ -150,6 +149,47 @@ struct Fetch {
   Signal consumed;  // the consumer has checked it and dropped its bytes: release the permits
 };
 
+// One segment's fetch: deep, its GET into a pooled buffer once `downloads` lets it start,
+// then its frame checks on the CPU pool and, with `journal`, the comparison with the journal;
+// shallow, its HEAD and size. The outcome goes into `fetch` for the in-order pass.
+asio::awaitable<void> fetchSegment(ObjectStore& store, const Uuid& ns, const Manifest& m,
+                                   const ManifestSegment& seg, const VerifyOptions& options,
+                                   Journal* journal, BufferPool& buffers, InFlightLimit& downloads,
+                                   Fetch& fetch, const std::optional<Error>& failure) {
+  std::string key = keys::segment(ns, seg.objectSha256);
+  if (!options.deep) {
+    auto info = co_await store.head(key);
+    if (!info) {
+      fetch.result.emplace(Failure<StoreOutcome>{info.error()});
+    } else if (info->size != seg.objectLength) {
+      // The consumer's head() names it corrupt.
+      fetch.result.emplace(storeFail(StoreStatus::failure, "size " + std::to_string(info->size)));
+    } else {
+      fetch.result.emplace(StoredObject{Bytes{}, info->etag});
+    }
+    co_return;
+  }
+  {
+    // The buffer is taken once the GET may start: fewer buffers, fewer fresh pages
+    // (docs/decisions.md). A new one is not zero-filled first: its pages are touched as the
+    // body arrives, after the request is sent.
+    auto download = co_await downloads.acquire(1);
+    Bytes storage = buffers.takeForOverwrite(seg.objectLength);
+    fetch.result.emplace(co_await store.getInto(key, seg.objectLength, std::move(storage)));
+  }
+  if (!*fetch.result) co_return;
+  // Frame checks of different segments run in parallel; so do their hashes where two cannot
+  // interleave on one core (see the in-order pass).
+  const Bytes& bytes = (*fetch.result)->bytes;
+  co_await onCpuPool([&] {
+    fetch.check.emplace(checkSegment(key, m, seg, bytes));
+    if (!Sha256Lane::interleaves()) fetch.objectSha256 = sha256(bytes);
+  });
+  if (journal != nullptr && *fetch.check && !failure) {
+    fetch.check.emplace(co_await compareWithJournal(*journal, key, seg, bytes));
+  }
+}
+
 }  // namespace
 
 asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
@@ -234,80 +274,37 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
   InFlightLimit held(segmentsHeld(transfers));
   std::vector<Fetch> fetches(m.segments.size());
   std::optional<Error> failure;
+  // The launcher and every fetch run in this group: a fetch's permits go back before the
+  // group counts it finished, and the group is waited for before this frame goes away.
+  TaskGroup tasks(executor);
   std::size_t launched = 0;
-  std::size_t alive = 0;  // fetch coroutines not yet finished
-  Signal allFinished;
   Signal launchedMore;
   bool launcherDone = false;
-  asio::co_spawn(
-      executor,
-      [&]() -> asio::awaitable<void> {
-        for (std::size_t i = 0; i < m.segments.size() && !failure; ++i) {
-          const ManifestSegment& s = m.segments[i];
-          std::uint64_t bytes = options.deep ? s.objectLength : 0;
-          // (A shallow verification holds no bodies: its HEADs wait for requests only.)
-          auto h = co_await held.acquire(options.deep ? 1 : 0);
-          auto b = co_await limits.bytes.acquire(bytes);
-          auto r = co_await limits.requests.acquire(1);
-          if (failure) break;
-          ++launched;
-          ++alive;
-          launchedMore.notify();
-          asio::co_spawn(
-              executor,
-              [&, i, h = std::move(h), b = std::move(b),
-               r = std::move(r)]() mutable -> asio::awaitable<void> {
-                const ManifestSegment& seg = m.segments[i];
-                std::string key = keys::segment(ns, seg.objectSha256);
-                if (options.deep) {
-                  {
-                    // The buffer is taken once the GET may start: fewer buffers, fewer
-                    // fresh pages (docs/decisions.md). A new one is not zero-filled first: its
-                    // pages are touched as the body arrives, after the request is sent.
-                    auto download = co_await downloads.acquire(1);
-                    Bytes storage = buffers.takeForOverwrite(seg.objectLength);
-                    fetches[i].result.emplace(
-                        co_await store.getInto(key, seg.objectLength, std::move(storage)));
-                  }
-                  if (*fetches[i].result) {
-                    // Frame checks of different segments run in parallel; so do their hashes
-                    // where two cannot interleave on one core (see the in-order pass).
-                    const Bytes& bytes = (*fetches[i].result)->bytes;
-                    co_await onCpuPool([&] {
-                      fetches[i].check.emplace(checkSegment(key, m, seg, bytes));
-                      if (!Sha256Lane::interleaves()) fetches[i].objectSha256 = sha256(bytes);
-                    });
-                    if (compare && *fetches[i].check && !failure) {
-                      fetches[i].check.emplace(
-                          co_await compareWithJournal(*journal, key, seg, bytes));
-                    }
-                  }
-                } else {
-                  auto info = co_await store.head(key);
-                  if (info) {
-                    fetches[i].result.emplace(StoredObject{Bytes{}, info->etag});
-                    if (info->size != seg.objectLength) {
-                      fetches[i].result.emplace(
-                          storeFail(StoreStatus::failure, "size " + std::to_string(info->size)));
-                    }  // the consumer's head() names it corrupt
-                  } else {
-                    fetches[i].result.emplace(Failure<StoreOutcome>{info.error()});
-                  }
-                }
-                fetches[i].done.notify();
-                // The permits are held until this fetch's bytes are checked and dropped.
-                co_await fetches[i].consumed.wait();
-                // The held permit goes back before the verification may finish: `held`
-                // lives in its frame, which may end once `alive` is 0.
-                { auto release = std::move(h); }
-                if (--alive == 0) allFinished.notify();
-              },
-              asio::detached);
-        }
-        launcherDone = true;
-        launchedMore.notify();
-      },
-      asio::detached);
+  tasks.start([&]() -> asio::awaitable<Res<void>> {
+    for (std::size_t i = 0; i < m.segments.size() && !failure; ++i) {
+      const ManifestSegment& s = m.segments[i];
+      std::uint64_t bytes = options.deep ? s.objectLength : 0;
+      // (A shallow verification holds no bodies: its HEADs wait for requests only.)
+      auto h = co_await held.acquire(options.deep ? 1 : 0);
+      auto b = co_await limits.bytes.acquire(bytes);
+      auto r = co_await limits.requests.acquire(1);
+      if (failure) break;
+      ++launched;
+      launchedMore.notify();
+      tasks.start([&, i, h = std::move(h), b = std::move(b),
+                   r = std::move(r)]() mutable -> asio::awaitable<Res<void>> {
+        co_await fetchSegment(store, ns, m, m.segments[i], options, compare ? journal : nullptr,
+                              buffers, downloads, fetches[i], failure);
+        fetches[i].done.notify();
+        // The permits are held until this fetch's bytes are checked and dropped.
+        co_await fetches[i].consumed.wait();
+        co_return Res<void>{};
+      });
+    }
+    launcherDone = true;
+    launchedMore.notify();
+    co_return Res<void>{};
+  });
 
   Sha256Lane prefixHash;
   prefixHash.update(m.journalHeader);
@@ -390,16 +387,14 @@ asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     ++p.objectsDone;
     if (progress) progress(p);
   }
-  // Wait for every spawned fetch to finish before the frames they reference go away.
+  // Every fetch still holding its bytes is released, then every task is waited for before
+  // the frames they reference go away.
   while (!launcherDone) {
     launchedMore.reset();
     co_await launchedMore.wait();
   }
   for (std::size_t i = 0; i < launched; ++i) fetches[i].consumed.notify();
-  while (alive > 0) {
-    allFinished.reset();
-    co_await allFinished.wait();
-  }
+  if (auto all = co_await tasks.wait(); !all && !failure) failure = all.error();
   if (failure) co_return Failure<Error>{*failure};
 
   if (options.deep) {

@@ -19,4 +19,12 @@ inline std::error_code errnoCode(int errnoValue) { return {errnoValue, std::syst
 // The current errno, for a libc call that just returned -1.
 inline std::error_code lastErrno() { return errnoCode(errno); }
 
+// Refusals of cairn's own, in their own category (errno has no words for them).
+enum class FileErrc {
+  symbolicLink = 1,  // the path names a symbolic link, which cairn never follows
+  notRegular,        // the path names a FIFO, device, socket or directory, not a regular file
+};
+const std::error_category& fileCategory();
+inline std::error_code fileError(FileErrc e) { return {static_cast<int>(e), fileCategory()}; }
+
 }  // namespace cairn::io

@@ -90,10 +90,104 @@ class TempFile {
 
 }  // namespace
 
+namespace {
+
+class FileCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "cairn.file"; }
+  std::string message(int value) const override {
+    switch (static_cast<FileErrc>(value)) {
+      case FileErrc::symbolicLink:
+        return "is a symbolic link (cairn never follows one)";
+      case FileErrc::notRegular:
+        return "is not a regular file (a FIFO, device, socket or directory)";
+    }
+    return "unknown file error";
+  }
+};
+
+// The error for a failed open of `name` in `dirfd` (AT_FDCWD for a path): a symbolic link
+// there is named as such, whatever errno the flags made open(2) choose (ELOOP with
+// O_NOFOLLOW, ENOTDIR with O_DIRECTORY, EEXIST with O_EXCL).
+std::error_code openError(int dirfd, const char* name, int errnoValue) {
+  if (errnoValue == ELOOP || errnoValue == ENOTDIR || errnoValue == EEXIST) {
+    struct stat st {};
+    if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+      return fileError(FileErrc::symbolicLink);
+    }
+  }
+  return errnoCode(errnoValue);
+}
+
+// A descriptor opened O_NONBLOCK for a non-directory: it must be a regular file; then the
+// non-blocking mode goes unless the caller asked for it.
+IoResult<File> requireRegular(File file, int requestedFlags) {
+  struct stat st {};
+  if (::fstat(file.fd(), &st) != 0) return fail(lastErrno());
+  if (!S_ISREG(st.st_mode)) return fail(fileError(FileErrc::notRegular));
+  if ((requestedFlags & O_NONBLOCK) == 0) {
+    const int fl = ::fcntl(file.fd(), F_GETFL);
+    if (fl < 0 || ::fcntl(file.fd(), F_SETFL, fl & ~O_NONBLOCK) != 0) return fail(lastErrno());
+  }
+  return file;
+}
+
+// open(2) or openat(2) with cairn's rules (File::open).
+IoResult<File> openAt(int dirfd, const char* name, int flags, mode_t mode) {
+  const bool directory = (flags & O_DIRECTORY) != 0;
+  const int extra = O_CLOEXEC | (directory ? 0 : O_NOFOLLOW | O_NONBLOCK);
+  const int fd = retryEintr([&] { return ::openat(dirfd, name, flags | extra, mode); });
+  if (fd < 0) return fail(openError(dirfd, name, errno));
+  File file(fd);
+  if (directory) return file;
+  return requireRegular(std::move(file), flags);
+}
+
+// A path component beneath a root: not empty, ".", ".." and without a '/'.
+bool plainComponent(const std::string& c) { return !c.empty() && c != "." && c != ".."; }
+
+}  // namespace
+
+const std::error_category& fileCategory() {
+  static const FileCategory category;
+  return category;
+}
+
 IoResult<File> File::open(const std::filesystem::path& path, int flags, mode_t mode) {
-  const int fd = retryEintr([&] { return ::open(path.c_str(), flags | O_CLOEXEC, mode); });
-  if (fd < 0) return fail(lastErrno());
-  return File(fd);
+  return openAt(AT_FDCWD, path.c_str(), flags, mode);
+}
+
+IoResult<File> openDirectoryBeneath(const File& root, const std::filesystem::path& relative,
+                                    bool create) {
+  const int rootCopy =
+      retryEintr([&] { return ::openat(root.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
+  if (rootCopy < 0) return fail(lastErrno());
+  File current(rootCopy);
+  for (const auto& part : relative) {
+    const std::string name = part.string();
+    if (name.empty()) continue;  // a trailing '/'
+    if (!plainComponent(name)) return fail(errnoCode(EINVAL));
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = retryEintr([&] { return ::openat(current.fd(), name.c_str(), flags); });
+    if (fd < 0 && errno == ENOENT && create) {
+      if (::mkdirat(current.fd(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+        return fail(lastErrno());
+      }
+      fd = retryEintr([&] { return ::openat(current.fd(), name.c_str(), flags); });
+    }
+    if (fd < 0) return fail(openError(current.fd(), name.c_str(), errno));
+    current = File(fd);
+  }
+  return current;
+}
+
+IoResult<File> File::openBeneath(const File& root, const std::filesystem::path& relative, int flags,
+                                 mode_t mode) {
+  const std::string last = relative.filename().string();
+  if (!plainComponent(last)) return fail(errnoCode(EINVAL));
+  auto parent = openDirectoryBeneath(root, relative.parent_path(), /*create=*/false);
+  if (!parent) return parent;
+  return openAt(parent->fd(), last.c_str(), flags, mode);
 }
 
 File::~File() {

@@ -42,7 +42,17 @@ class Uring;
 class File {
  public:
   // Opens with O_CLOEXEC added to flags (open(2) flags: O_RDONLY, O_RDWR | O_CREAT, ...).
+  // Without O_DIRECTORY in flags, the path must name a regular file, and its last component
+  // is never followed: a symbolic link fails with FileErrc::symbolicLink (a dangling one is
+  // never created through), a FIFO, device or socket with FileErrc::notRegular, without
+  // blocking (a FIFO is opened non-blocking to look at it). With O_DIRECTORY, the directory
+  // the caller named is opened as given.
   static IoResult<File> open(const std::filesystem::path& path, int flags, mode_t mode = 0644);
+  // The same for `relative` beneath the directory `root` (held open): no component of
+  // `relative` may be a symbolic link, "." or "..", so the result never lies outside root.
+  // With O_DIRECTORY the last component must be a directory too.
+  static IoResult<File> openBeneath(const File& root, const std::filesystem::path& relative,
+                                    int flags, mode_t mode = 0644);
 
   File() noexcept = default;                   // holds no descriptor
   explicit File(int fd) noexcept : fd_(fd) {}  // adopts fd
@@ -90,6 +100,12 @@ struct CachedPages {
   bool all() const { return cached >= pages; }
 };
 std::optional<CachedPages> cachedPages(int fd, std::uint64_t offset, std::uint64_t length);
+
+// Opens (and with `create`, makes any missing component of) the directory `relative` beneath
+// the directory `root`, never following a symbolic link (FileErrc::symbolicLink) and never
+// leaving root. An empty `relative` is root itself (a new descriptor of it).
+IoResult<File> openDirectoryBeneath(const File& root, const std::filesystem::path& relative,
+                                    bool create);
 
 // Opens dir (O_DIRECTORY) and fsyncs it, so entries created, renamed or removed in it are
 // durable. Blocking.

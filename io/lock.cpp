@@ -27,9 +27,10 @@ IoResult<DirectoryLock> DirectoryLock::acquire(const std::filesystem::path& dir)
   if (!file) return fail(file.error());
   if (::flock(file->fd(), LOCK_EX | LOCK_NB) != 0) return fail(lastErrno());
   // Locked: the pid is ours to write. Empty first, so no longer old pid leaves digits behind.
+  // Only a hint for error messages: a disk that is full (or read-only) keeps the lock without
+  // it, so that reading commands still work there.
   const std::string pid = std::to_string(::getpid()) + "\n";
-  if (auto emptied = file->truncate(0); !emptied) return fail(emptied.error());
-  if (auto written = file->writeAllAt(asBytes(pid), 0); !written) return fail(written.error());
+  if (file->truncate(0)) (void)file->writeAllAt(asBytes(pid), 0);
   return DirectoryLock(dir, std::move(*file));
 }
 

@@ -1,11 +1,12 @@
 // DirectoryLock: one process owns a database directory at a time (DESIGN.md §2.1).
 //
-// The lock is an exclusive, non-blocking flock(2) on DIR/LOCK (created if absent). flock
-// belongs to the open file description, so a second acquire conflicts whether it comes from
-// another process or from this one (each acquire opens the file anew). After locking, the
-// owner writes its pid into the file for error messages; on release it empties the file and
-// closes it, which drops the lock. The file itself stays: removing it could let two owners
-// lock two different inodes.
+// The lock is an exclusive, non-blocking flock(2) on DIR/LOCK (created if absent; a symbolic
+// link there is refused, never followed). flock belongs to the open file description, so a
+// second acquire conflicts whether it comes from another process or from this one (each
+// acquire opens the file anew). After locking, the owner writes its pid into the file for
+// error messages (best effort: on a full disk the lock is held without it); on release it
+// empties the file and closes it, which drops the lock. The file itself stays: removing it could
+// let two owners lock two different inodes.
 //
 // A forked child inherits the descriptor and with it the lock, until the child closes it or
 // exits; the descriptor is O_CLOEXEC, so exec drops it.
@@ -26,7 +27,7 @@ class DirectoryLock {
   static constexpr const char* kFileName = "LOCK";
 
   // Fails with std::errc::resource_unavailable_try_again (EWOULDBLOCK) when another owner
-  // holds the lock, or with the errno of opening or writing DIR/LOCK.
+  // holds the lock, or with the error of opening DIR/LOCK.
   static IoResult<DirectoryLock> acquire(const std::filesystem::path& dir);
   // The pid written by the current owner, for error messages; nullopt when the file is
   // missing, empty or not a pid. Advisory only: the owner may be gone by the time it is read.

@@ -204,6 +204,16 @@ Result<Endpoint, std::string> parseEndpoint(std::string_view url) {
     if (colon != std::string_view::npos) portText = url.substr(colon + 1);
   }
   if (e.host.empty()) return fail(std::string("endpoint has no host"));
+  // The host goes into the Host header and the TLS name: letters, digits, '.', '-' and '_'
+  // (a name or an IPv4 address), or hex digits, ':' and '.' inside brackets (IPv6).
+  const bool bracketed = url.front() == '[';
+  for (char c : e.host) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    const bool ok =
+        bracketed ? (alnum && std::isxdigit(static_cast<unsigned char>(c))) || c == ':' || c == '.'
+                  : alnum || c == '.' || c == '-' || c == '_';
+    if (!ok) return fail(std::string("endpoint: the host holds a character a host cannot"));
+  }
   if (!portText.empty() || url.back() == ':') {
     unsigned value = 0;
     const auto [end, ec] =

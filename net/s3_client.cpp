@@ -42,6 +42,18 @@ void replaceAll(std::string& text, std::string_view secret) {
   }
 }
 
+}  // namespace
+
+bool isValidRegion(std::string_view region) {
+  if (region.empty() || region.size() > 64) return false;
+  return std::all_of(region.begin(), region.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
+  });
+}
+
+namespace {
+
 bool validBucket(std::string_view bucket, S3Addressing addressing) {
   if (bucket.empty() || bucket.size() > 255) return false;
   for (char c : bucket) {
@@ -52,14 +64,27 @@ bool validBucket(std::string_view bucket, S3Addressing addressing) {
   return addressing == S3Addressing::path || (bucket.size() >= 3 && bucket.size() <= 63);
 }
 
+// Text that goes into a header or a signature's scope: printable ASCII without spaces, so no
+// value can end a header line or add one.
+bool headerSafe(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
 // The error, if any, that makes this configuration unusable; never quotes a secret.
 std::optional<std::string> invalidConfig(const S3Config& c) {
   auto endpoint = parseEndpoint(c.endpoint);
   if (!endpoint) return "S3 endpoint: " + endpoint.error();
   if (!validBucket(c.bucket, c.addressing)) return std::string("S3 bucket name is invalid");
-  if (c.region.empty()) return std::string("S3 region is empty");
+  if (!isValidRegion(c.region)) {
+    return std::string("S3 region must be 1..64 letters, digits, '-' or '_'");
+  }
   if (c.accessKey.empty() || c.secretKey.empty()) {
     return std::string("S3 access key and secret key are required");
+  }
+  if (!headerSafe(c.accessKey) || !headerSafe(c.secretKey) || !headerSafe(c.sessionToken)) {
+    return std::string(
+        "S3 credentials must be printable ASCII without spaces (AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)");
   }
   if (c.rootPrefix.size() >= kMaxKeyBytes) return std::string("S3 root prefix is too long");
   if (c.payloadSigning == PayloadSigning::unsignedOverTls && !endpoint->tls) {

@@ -51,6 +51,9 @@ enum class S3Status { ok, missing, preconditionFailed, conflict, uncertain, fail
 
 std::string_view statusName(S3Status status);
 
+// A region as it goes into the signature's scope: 1..64 letters, digits, '-' or '_'.
+bool isValidRegion(std::string_view region);
+
 struct S3Outcome {
   S3Status status = S3Status::failure;
   int http = 0;         // 0 when no response was read

@@ -36,12 +36,45 @@ bool isLostConditionalRace(S3Dialect dialect, int http, std::string_view code) {
   return dialect == S3Dialect::rgw && http == 500 && code == "UnknownError";
 }
 
-std::string ProbeReport::summary() const {
-  std::string out = std::string("conditional writes ") + (enforced ? "enforced" : "NOT enforced") +
-                    "; dialect " + (dialect ? std::string(dialectName(*dialect)) : "none") +
-                    "; scratch keys " + (cleanedUp ? "deleted" : "NOT all deleted") + "\n";
+std::string_view probeVerdictName(ProbeVerdict v) {
+  switch (v) {
+    case ProbeVerdict::enforced:
+      return "enforced";
+    case ProbeVerdict::notEnforced:
+      return "not-enforced";
+    case ProbeVerdict::undetermined:
+      return "undetermined";
+  }
+  return "undetermined";
+}
+
+std::string ProbeReport::verdictLine() const {
+  const ProbeCheck* first = nullptr;
   for (const auto& c : checks) {
-    out += (c.passed ? "  pass  " : "  FAIL  ") + c.name + ": " + c.detail + "\n";
+    if (!c.passed && (!first || (c.violation && !first->violation))) first = &c;
+  }
+  switch (verdict) {
+    case ProbeVerdict::enforced:
+      return "conditional writes are enforced (dialect " +
+             std::string(dialect ? dialectName(*dialect) : "none") + ")";
+    case ProbeVerdict::notEnforced:
+      return "conditional writes are NOT enforced: the store accepted a write it had to refuse (" +
+             (first ? first->name + ": " + first->detail : std::string("?")) + ")";
+    case ProbeVerdict::undetermined:
+      break;
+  }
+  return "whether conditional writes are enforced could not be determined (" +
+         (first ? first->name + ": " + first->detail : std::string("no check ran")) + ")";
+}
+
+std::string ProbeReport::summary() const {
+  std::string out = verdictLine() + "; scratch keys " +
+                    (cleanedUp ? "deleted" : "left behind (delete the probe's keys)") + "\n";
+  for (const auto& c : checks) {
+    out += (c.passed      ? "  pass  "
+            : c.violation ? "  FAIL  "
+                          : "  ????  ") +
+           c.name + ": " + c.detail + "\n";
   }
   return out;
 }
@@ -82,8 +115,16 @@ class Probe {
     if (created) co_await ifMatchChecks();
     co_await createRaceCheck();
     co_await cleanUp();
-    report_.enforced = report_.dialect.has_value() && !report_.checks.empty();
-    for (const auto& c : report_.checks) report_.enforced = report_.enforced && c.passed;
+    bool all = report_.dialect.has_value() && !report_.checks.empty();
+    bool violated = false;
+    for (const auto& c : report_.checks) {
+      all = all && c.passed;
+      violated = violated || c.violation;
+    }
+    report_.verdict = violated ? ProbeVerdict::notEnforced
+                      : all    ? ProbeVerdict::enforced
+                               : ProbeVerdict::undetermined;
+    report_.enforced = report_.verdict == ProbeVerdict::enforced;
     co_return std::move(report_);
   }
 
@@ -101,7 +142,8 @@ class Probe {
 
     auto again = co_await client_.put(casKey_, nextBody(), PutCondition::ifNoneMatch);
     check("If-None-Match: * refuses a present key (412)",
-          again.outcome.status == S3Status::preconditionFailed, describe(again.outcome));
+          again.outcome.status == S3Status::preconditionFailed, describe(again.outcome),
+          again.outcome.ok());
     co_return co_await contentIsLastWrite(
         "the PUT's ETag is the stored ETag, refused writes left it");
   }
@@ -137,26 +179,36 @@ class Probe {
     if (chosen == nullptr) co_return;
 
     auto stale = co_await chosen->put(casKey_, nextBody(), PutCondition::ifMatch, stale_);
-    check("If-Match with a stale ETag is refused", refused(stale.outcome), describe(stale.outcome));
+    check("If-Match with a stale ETag is refused", refused(stale.outcome), describe(stale.outcome),
+          stale.outcome.ok());
     auto absent = co_await chosen->put(absentKey_, nextBody(), PutCondition::ifMatch, current_);
     check("If-Match on an absent key is refused",
           refused(absent.outcome) || absent.outcome.status == S3Status::missing,
-          describe(absent.outcome));
+          describe(absent.outcome), absent.outcome.ok());
     co_await contentIsLastWrite("refused If-Match writes changed nothing");
 
-    auto [winners, raceDetail] = co_await race(*chosen, casKey_, PutCondition::ifMatch, current_);
-    check("racing If-Match writers on one ETag: exactly one wins", winners == 1, raceDetail);
+    auto race1 = co_await race(*chosen, casKey_, PutCondition::ifMatch, current_);
+    check("racing If-Match writers on one ETag: exactly one wins", race1.winners == 1, race1.detail,
+          race1.violation);
   }
 
   asio::awaitable<void> createRaceCheck() {
-    auto [winners, detail] = co_await race(client_, raceKey_, PutCondition::ifNoneMatch, {});
-    check("racing If-None-Match: * writers: exactly one wins", winners == 1, detail);
+    auto race2 = co_await race(client_, raceKey_, PutCondition::ifNoneMatch, {});
+    check("racing If-None-Match: * writers: exactly one wins", race2.winners == 1, race2.detail,
+          race2.violation);
   }
 
-  // kRaceWriters concurrent conditional PUTs with distinct bodies; the number of ok answers
-  // (or -1 if any answer is neither ok nor a refusal, or the stored body is not the winner's).
-  asio::awaitable<std::pair<int, std::string>> race(S3Client& writer, const std::string& key,
-                                                    PutCondition condition, std::string etag) {
+  struct RaceResult {
+    int winners = 0;         // -1: an answer was neither a success nor a refusal
+    bool violation = false;  // more than one success, or the stored object is not the winner's
+    std::string detail;
+  };
+
+  // kRaceWriters concurrent conditional PUTs with distinct bodies: the number of ok answers
+  // (-1 if any answer is neither ok nor a refusal), and whether what the store did proves it
+  // accepted a write it had to refuse.
+  asio::awaitable<RaceResult> race(S3Client& writer, const std::string& key, PutCondition condition,
+                                   std::string etag) {
     std::vector<Bytes> bodies;
     for (int i = 0; i < kRaceWriters; ++i) bodies.push_back(nextBody());
     std::vector<S3Object> results(bodies.size());
@@ -184,23 +236,33 @@ class Probe {
         clean = false;
       }
     }
+    RaceResult out;
+    out.violation = winners > 1;
     if (winners == 1) {
       auto read = co_await client_.get(key, kMaxProbeObjectBytes);
-      if (!read.outcome.ok() || read.body != lastBody_ || read.etag != current_) {
+      if (!read.outcome.ok()) {
         clean = false;
+        detail += "; reading the winner back: " + describe(read.outcome);
+      } else if (read.body != lastBody_ || read.etag != current_) {
+        clean = false;
+        out.violation = true;  // a loser's bytes were stored
         detail += "; the stored object is not the winner's";
       }
     }
-    co_return std::pair{clean ? winners : -1, detail};
+    out.winners = clean ? winners : -1;
+    out.detail = std::move(detail);
+    co_return out;
   }
 
-  // The stored object is the last accepted write, with the ETag that write returned.
+  // The stored object is the last accepted write, with the ETag that write returned: another
+  // one means a refused write was applied after all.
   asio::awaitable<bool> contentIsLastWrite(std::string name) {
     auto read = co_await client_.get(casKey_, kMaxProbeObjectBytes);
     const bool same = read.outcome.ok() && read.body == lastBody_ && read.etag == current_;
     check(std::move(name), same,
           read.outcome.ok() ? (same ? "stored bytes and ETag as expected" : "stored object differs")
-                            : describe(read.outcome));
+                            : describe(read.outcome),
+          read.outcome.ok() && !same);
     co_return same;
   }
 
@@ -224,8 +286,8 @@ class Probe {
     return Bytes(text.begin(), text.end());
   }
 
-  void check(std::string name, bool passed, std::string detail) {
-    report_.checks.push_back({std::move(name), passed, std::move(detail)});
+  void check(std::string name, bool passed, std::string detail, bool violation = false) {
+    report_.checks.push_back({std::move(name), passed, !passed && violation, std::move(detail)});
   }
 
   S3Client& client_;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,16 +33,28 @@ bool isLostConditionalRace(S3Dialect dialect, int http, std::string_view code);
 struct ProbeCheck {
   std::string name;
   bool passed = false;
+  // Failed because the store accepted a write it had to refuse: proof that conditions are
+  // not enforced. A check that failed otherwise (the request failed, or went unanswered)
+  // proves nothing either way.
+  bool violation = false;
   std::string detail;  // what was observed
 };
 
+// What the probe found out. Only an observed violation means "not enforced": failures and
+// unanswered requests leave the question open, and never read as a "no".
+enum class ProbeVerdict : std::uint8_t { enforced, notEnforced, undetermined };
+std::string_view probeVerdictName(ProbeVerdict v);
+
 struct ProbeReport {
-  bool enforced = false;             // every check passed
+  ProbeVerdict verdict = ProbeVerdict::undetermined;
+  bool enforced = false;             // verdict == enforced: every check passed
   std::optional<S3Dialect> dialect;  // the If-Match form the store honours, if any
   bool cleanedUp = false;            // every scratch key was deleted
   std::vector<ProbeCheck> checks;
 
   std::string summary() const;  // one line per check, for operators
+  // One line: the verdict and, unless enforced, the first violation or failure seen.
+  std::string verdictLine() const;
 };
 
 // Writes, races and deletes a few small objects under scratchKeyPrefix (relative to the

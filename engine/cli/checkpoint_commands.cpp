@@ -105,6 +105,7 @@ asio::awaitable<Res<Opened>> openAll(io::Uring& uring, const GraphOptions& opt) 
   auto journal = co_await Journal::open(uring, opt.dir);
   if (!journal) co_return Failure<Error>{journal.error()};
   o.journal = std::move(*journal);
+  noteTornTail(*o.journal);
   auto s = co_await openStoreOf(uring, opt);
   if (!s) co_return Failure<Error>{s.error()};
   o.store = std::move(s->store);
@@ -125,19 +126,17 @@ asio::awaitable<int> runCheckpointObjects(io::Uring& uring, const GraphOptions& 
   if (!c) co_return report(c.error());
   double s = secondsSince(start);
   if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("manifest_sha256", toHex(c->manifestSha256))
-                     .add("manifest_length", std::uint64_t{c->manifestBytes.size()})
-                     .add("manifest_key", keys::manifest(o->ns, c->manifestSha256))
-                     .add("prefix_sequence", c->manifest.prefix.sequence)
-                     .add("prefix_length", c->manifest.prefix.length)
-                     .add("segments", std::uint64_t{c->manifest.segments.size()})
-                     .add("segments_written", c->segmentsWritten)
-                     .add("segments_reused", c->segmentsReused)
-                     .add("bytes_uploaded", c->bytesUploaded)
-                     .add("seconds", s)
-                     .str()
-              << "\n";
+    printJson(JsonObject{}
+                  .add("manifest_sha256", toHex(c->manifestSha256))
+                  .add("manifest_length", std::uint64_t{c->manifestBytes.size()})
+                  .add("manifest_key", keys::manifest(o->ns, c->manifestSha256))
+                  .add("prefix_sequence", c->manifest.prefix.sequence)
+                  .add("prefix_length", c->manifest.prefix.length)
+                  .add("segments", std::uint64_t{c->manifest.segments.size()})
+                  .add("segments_written", c->segmentsWritten)
+                  .add("segments_reused", c->segmentsReused)
+                  .add("bytes_uploaded", c->bytesUploaded)
+                  .add("seconds", s));
   } else {
     std::cout << "manifest " << toHex(c->manifestSha256) << " (" << c->manifestBytes.size()
               << " bytes), " << c->manifest.segments.size() << " segments (" << c->segmentsWritten
@@ -201,7 +200,9 @@ asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   // 0.3 s per GiB). A deep one compares every byte of its prefix with checked segments,
   // which proves that prefix; what follows the cutoff is the next open's to check, and
   // verify never writes the journal (no torn tail is cut).
-  auto opened = co_await Journal::openUnscanned(uring, opt.dir);
+  JournalOptions readOnly;
+  readOnly.readOnly = true;
+  auto opened = co_await Journal::openUnscanned(uring, opt.dir, readOnly);
   if (!opened) co_return fail(opened.error());
   std::unique_ptr<Journal> journal = std::move(*opened);
   std::optional<Head> head;
@@ -217,15 +218,13 @@ asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   if (!graph) co_return fail(graph.error());
   double s = secondsSince(start);
   if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("ok", true)
-                     .add("deep", opt.deep)
-                     .add("objects", graph->objects)
-                     .add("bytes", graph->bytes)
-                     .add("prefix_sequence", graph->manifest.prefix.sequence)
-                     .add("seconds", s)
-                     .str()
-              << "\n";
+    printJson(JsonObject{}
+                  .add("ok", true)
+                  .add("deep", opt.deep)
+                  .add("objects", graph->objects)
+                  .add("bytes", graph->bytes)
+                  .add("prefix_sequence", graph->manifest.prefix.sequence)
+                  .add("seconds", s));
   } else {
     std::cout << "ok: " << graph->objects << " objects, " << graph->bytes << " bytes"
               << (opt.deep ? ", every byte checked and equal to the journal" : "") << " in " << s

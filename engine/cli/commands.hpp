@@ -10,10 +10,12 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/budget.hpp"
+#include "engine/cli/json.hpp"
 #include "engine/format/error.hpp"
 #include "engine/format/uuid.hpp"
 
 namespace cairn {
+class Journal;
 class ObjectStore;
 namespace io {
 class Uring;
@@ -24,16 +26,28 @@ namespace cairn::cli {
 
 // Exit codes: 0 success, 1 the operation failed (bad data, refused), 2 usage, 3 busy (another
 // process owns the directory), 4 uncertain (the outcome is unknown; a pending intent records
-// it and the next run reconciles it).
+// it and the next run reconciles it), 5 undetermined (whether the store enforces conditional
+// writes could not be found out: its requests failed).
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitBusy = 3;
 inline constexpr int kExitUncertain = 4;
+inline constexpr int kExitUndetermined = 5;
 
-// Prints "cairn: CODE: message" to stderr and returns the exit code for the error.
+// Prints "cairn: CODE: message" to stderr and returns the exit code for the error. A --json
+// command that prints no object of its own gets this error as its failure object (main).
 int report(const Error& e);
 // The same, and with `json` also one object on stdout: ok=false, error, key, reason, seconds.
 int reportJson(bool json, const Error& e, double seconds);
+
+// Prints the acknowledgement of `append` or `ingest` (`json` when given, else `text`). When it
+// cannot be written, the command fails (exit 1) and says on stderr how far the records are
+// durable: they are, whatever standard output did.
+int acknowledge(std::uint64_t last, const std::string& text, const JsonObject* json);
+
+// Tells the user on stderr what the open of `journal` cut (never silently): the bytes, where,
+// and the file that keeps them.
+void noteTornTail(const Journal& journal);
 
 inline double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

@@ -24,10 +24,11 @@ Res<Bytes> readBounded(const std::string& path, std::size_t limit) {
   return out;
 }
 
-std::string headJson(const Head& h) {
+JsonObject headJson(const Head& h) {
   const HeadFields& f = h.fields();
   HeadReference pred = f.predecessor.value_or(HeadReference{});
   return JsonObject{}
+      .add("ok", true)
       .add("namespace", f.ns.text())
       .add("publisher", f.publisher.text())
       .add("publication", f.publication.text())
@@ -41,8 +42,7 @@ std::string headJson(const Head& h) {
       .add("predecessor_sha256", toHex(pred.id))
       .add("predecessor_length", std::uint64_t{pred.length})
       .add("id", toHex(h.id()))
-      .add("footer", toHex(h.footer()))
-      .str();
+      .add("footer", toHex(h.footer()));
 }
 
 void printText(const Head& h) {
@@ -87,7 +87,7 @@ void addHeadCommands(CLI::App& app, int& exitCode) {
       return;
     }
     if (opt->json) {
-      std::cout << headJson(*h) << "\n";
+      printJson(headJson(*h));
     } else {
       printText(*h);
     }

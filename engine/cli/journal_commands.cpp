@@ -2,6 +2,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -9,10 +10,12 @@
 
 #include "engine/async.hpp"
 #include "engine/cli/commands.hpp"
+#include "engine/cli/input.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/database.hpp"
 #include "engine/journal.hpp"
+#include "engine/task_group.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -21,8 +24,6 @@ namespace asio = boost::asio;
 
 // Appenders `cairn append` keeps in flight: enough to fill group-commit batches.
 constexpr std::size_t kAppendConcurrency = 4096;
-// The longest stdin line accepted as one record (the payload cap).
-constexpr std::size_t kMaxLineBytes = limits::kMaxPayloadBytes;
 
 struct InitOptions {
   std::string dir;
@@ -58,7 +59,8 @@ asio::awaitable<int> runInit(io::Uring& uring, const InitOptions& opt) {
   const Journal& j = (*db)->journal();
   if (opt.json) {
     JsonObject out;
-    out.add("directory", opt.dir)
+    out.add("ok", true)
+        .add("directory", opt.dir)
         .add("lineage", toHex(j.lineage()))
         .add("header_length", j.offsetAfter(0));
     if (target) {
@@ -66,7 +68,7 @@ asio::awaitable<int> runInit(io::Uring& uring, const InitOptions& opt) {
           .add("namespace", target->ns.text())
           .add("publisher", target->publisher.text());
     }
-    std::cout << out.str() << "\n";
+    printJson(out);
   } else {
     std::cout << "created journal in " << opt.dir << "\nlineage " << toHex(j.lineage()) << "\n";
     if (target) {
@@ -86,101 +88,137 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendOptions& opt) {
   auto opened = co_await Journal::open(uring, opt.dir);
   if (!opened) co_return report(opened.error());
   Journal& journal = **opened;
+  noteTornTail(journal);
 
   // One record per line. Appends run concurrently (the journal sequences them in arrival
-  // order, and group commit shares each fdatasync); at most kAppendConcurrency in flight.
-  std::size_t inFlight = 0;
+  // order, and group commit shares each fdatasync); at most kAppendConcurrency at once.
   std::uint64_t last = journal.endSequence();
-  std::optional<Error> failure;
-  Signal slotFree;
   auto executor = co_await asio::this_coro::executor;
-  std::string line;
-  while (!failure) {
-    if (!std::getline(std::cin, line)) break;
-    if (line.size() > kMaxLineBytes) {
-      failure = Error{Errc::usage, "a line of " + std::to_string(line.size()) +
-                                       " bytes exceeds the 16 MiB record cap"};
-      break;
-    }
-    while (inFlight >= kAppendConcurrency) {
-      slotFree.reset();
-      co_await slotFree.wait();
-    }
-    ++inFlight;
-    asio::co_spawn(
-        executor,
-        [&, payload = std::move(line)]() -> asio::awaitable<void> {
-          auto r = co_await journal.append(asBytes(payload));
-          if (r) {
-            last = std::max(last, *r);
-          } else if (!failure) {
-            failure = r.error();
-          }
-          --inFlight;
-          slotFree.notify();
-        },
-        asio::detached);
-    line.clear();
-  }
-  while (inFlight > 0) {
-    slotFree.reset();
-    co_await slotFree.wait();
-  }
+  TaskGroup appends(executor, kAppendConcurrency);
+  auto appendOne = [&](Bytes record) -> asio::awaitable<bool> {
+    if (!co_await appends.room()) co_return false;
+    appends.start([&, payload = std::move(record)]() -> asio::awaitable<Res<void>> {
+      auto r = co_await journal.append(payload);
+      if (!r) co_return Failure<Error>{r.error()};
+      last = std::max(last, *r);
+      co_return Res<void>{};
+    });
+    co_return true;
+  };
+  Res<void> input = co_await readRecords(/*lengthPrefixed=*/false, appendOne);
+  Res<void> appended = co_await appends.wait();
+  // What stopped the input comes first; the journal's own failure after it.
+  std::optional<Error> failure;
+  if (!input) failure = input.error();
+  if (!appended && !failure) failure = appended.error();
   if (failure) {
-    report(*failure);
+    int code = report(*failure);
     std::cerr << "cairn: records up to sequence " << last << " are durable\n";
-    co_return failure->code == Errc::usage ? kExitUsage : kExitFailed;
+    co_return code;
   }
-  if (std::cin.bad()) co_return report(Error{Errc::io, "cannot read standard input"});
-  if (opt.json) {
-    std::cout << JsonObject{}.add("sequence", last).str() << "\n";
-  } else {
-    std::cout << last << "\n";
-  }
-  co_return 0;
+  JsonObject out;
+  out.add("ok", true).add("sequence", last);
+  co_return acknowledge(last, std::to_string(last) + "\n", opt.json ? &out : nullptr);
 }
 
 struct JournalOptions_ {
   std::string dir;
   std::optional<std::uint64_t> at;
+  bool cutDamagedTail = false;
   bool json = false;
 };
 
+JsonObject tornTailJson(const TornTail& t) {
+  JsonObject o;
+  o.add("offset", t.offset)
+      .add("bytes", t.bytes)
+      .add("sequence", t.sequence)
+      .add("reason", t.reason)
+      .add("cut", t.cut)
+      .add("crash_shaped", t.crashShaped);
+  if (t.cut) {
+    o.add("evidence", t.evidence.string());
+  } else {
+    o.addNull("evidence");
+  }
+  return o;
+}
+
 asio::awaitable<int> runJournal(io::Uring& uring, const JournalOptions_& opt) {
-  auto opened = co_await Journal::open(uring, opt.dir);
+  JournalOptions options;
+  // Looking at a journal writes nothing; cutting its damaged tail is the one thing it writes.
+  options.readOnly = !opt.cutDamagedTail;
+  options.cutDamagedTail = opt.cutDamagedTail;
+  auto opened = co_await Journal::open(uring, opt.dir, options);
   if (!opened) co_return report(opened.error());
   Journal& journal = **opened;
+  noteTornTail(journal);
   std::uint64_t sequence = opt.at.value_or(journal.endSequence());
   auto prefix = co_await journal.prefix(sequence, limits::kMaxPrefixBytes);
   if (!prefix) co_return report(prefix.error());
   std::string dbId = utf16ToUtf8Lossy(journal.header().databaseId);
+  const auto& torn = journal.tornTail();
   if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("database_id", dbId)
-                     .add("lineage", toHex(journal.lineage()))
-                     .add("end_sequence", journal.endSequence())
-                     .add("end_length", journal.endOffset())
-                     .add("prefix_sequence", prefix->sequence)
-                     .add("prefix_length", prefix->length)
-                     .add("prefix_sha256", toHex(prefix->sha256))
-                     .add("torn_bytes_cut", journal.tornBytesCut())
-                     .str()
-              << "\n";
+    JsonObject out;
+    out.add("ok", true)
+        .add("database_id", dbId)
+        .add("lineage", toHex(journal.lineage()))
+        .add("end_sequence", journal.endSequence())
+        .add("end_length", journal.endOffset())
+        .add("prefix_sequence", prefix->sequence)
+        .add("prefix_length", prefix->length)
+        .add("prefix_sha256", toHex(prefix->sha256))
+        .add("torn_bytes_cut", journal.tornBytesCut());
+    if (torn) {
+      out.addRaw("torn_tail", tornTailJson(*torn).str());
+    } else {
+      out.addNull("torn_tail");
+    }
+    printJson(out);
   } else {
-    std::cout << "database id     " << dbId << "\n"
+    std::cout << "database id     " << escapeForDisplay(dbId) << "\n"
               << "lineage         " << toHex(journal.lineage()) << "\n"
               << "end sequence    " << journal.endSequence() << " (" << journal.endOffset()
               << " bytes)\n"
               << "prefix          sequence " << prefix->sequence << ", " << prefix->length
               << " bytes, sha256 " << toHex(prefix->sha256) << "\n";
-    if (journal.tornBytesCut() > 0) {
-      std::cout << "torn tail cut   " << journal.tornBytesCut() << " bytes (never acknowledged)\n";
+    if (torn && !torn->cut) {
+      std::cout << "torn tail       " << torn->bytes << " bytes at offset " << torn->offset << " ("
+                << torn->reason << "), cut by the next writer\n";
     }
   }
   co_return 0;
 }
 
 }  // namespace
+
+int acknowledge(std::uint64_t last, const std::string& text, const JsonObject* json) {
+  if (json) {
+    printJson(*json);
+  } else {
+    std::cout << text;
+  }
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    return report(Error{Errc::io,
+                        "cannot write the acknowledgement to standard output; records "
+                        "up to sequence " +
+                            std::to_string(last) + " are durable in the journal"});
+  }
+  return 0;
+}
+
+void noteTornTail(const Journal& journal) {
+  const auto& t = journal.tornTail();
+  if (!t || !t->cut) return;
+  std::fprintf(
+      stderr,
+      "cairn: the journal's tail was cut: %llu bytes at offset %llu (from the frame of "
+      "sequence %llu: %s); they are kept in %s, and none of them lay in the prefix the "
+      "publisher state proves acknowledged\n",
+      static_cast<unsigned long long>(t->bytes), static_cast<unsigned long long>(t->offset),
+      static_cast<unsigned long long>(t->sequence), t->reason.c_str(), t->evidence.c_str());
+}
 
 void addJournalCommands(CLI::App& app, int& exitCode) {
   {
@@ -213,6 +251,10 @@ void addJournalCommands(CLI::App& app, int& exitCode) {
         app.add_subcommand("journal", "print the journal's lineage, end and prefix hash");
     cmd->add_option("DIR", opt->dir, "database directory")->required();
     cmd->add_option("--at", opt->at, "prefix at this sequence (default: the end)");
+    cmd->add_flag("--cut-damaged-tail", opt->cutDamagedTail,
+                  "cut the first damaged frame and all after it, even where no crash explains "
+                  "the damage (the bytes are kept beside the journal; never inside the prefix "
+                  "the publisher state proves acknowledged)");
     cmd->add_flag("--json", opt->json, "print one JSON object");
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runJournal(u, *opt); });

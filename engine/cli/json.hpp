@@ -28,6 +28,15 @@ class JsonObject {
   std::string body_ = "{";
 };
 
+// A JSON string literal of `s`: control characters escaped, and bytes that are not valid
+// UTF-8 replaced with U+FFFD, so the result is always valid JSON.
 std::string jsonString(std::string_view s);
+
+// Prints the command's one JSON object on standard output (a --json command prints exactly
+// one, on success and on failure: main() prints a failure object for a command that printed
+// none). A second object is refused (an internal error on stderr).
+void printJson(const JsonObject& o);
+// Whether this process printed its JSON object.
+bool jsonPrinted();
 
 }  // namespace cairn::cli

@@ -5,6 +5,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -37,6 +38,15 @@ std::string classCounts(const std::array<UsageCount, kObjectClasses>& counts) {
       .str();
 }
 
+std::string leftoversJson(const LeftoverUsage& l) {
+  return JsonObject{}
+      .add("files", l.files)
+      .add("bytes", l.bytes)
+      .add("deleted", l.reclaimed)
+      .add("in_use", l.inUse)
+      .str();
+}
+
 UsageCount total(const std::array<UsageCount, kObjectClasses>& counts) {
   UsageCount t;
   for (const auto& c : counts) {
@@ -64,15 +74,14 @@ asio::awaitable<int> runDu(io::Uring& uring, const DuCli& opt) {
   auto usage = co_await namespaceUsage(*store, ns, opt.keepRevisions, budget);
   if (!usage) co_return reportJson(opt.json, usage.error(), secondsSince(start));
   if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("ok", true)
-                     .add("revisions", usage->revisions)
-                     .add("history_ends", usage->historyEnds)
-                     .addRaw("reachable", classCounts(usage->reachable))
-                     .addRaw("reclaimable", classCounts(usage->unreachable))
-                     .add("seconds", secondsSince(start))
-                     .str()
-              << "\n";
+    printJson(JsonObject{}
+                  .add("ok", true)
+                  .add("revisions", usage->revisions)
+                  .add("history_ends", usage->historyEnds)
+                  .addRaw("reachable", classCounts(usage->reachable))
+                  .addRaw("reclaimable", classCounts(usage->unreachable))
+                  .addRaw("leftovers", leftoversJson(usage->leftovers))
+                  .add("seconds", secondsSince(start)));
     co_return 0;
   }
   std::cout << "class        reachable objects/bytes    reclaimable objects/bytes\n";
@@ -88,6 +97,11 @@ asio::awaitable<int> runDu(io::Uring& uring, const DuCli& opt) {
             << (usage->historyEnds ? " (the history ends there: older head copies are gone)" : "")
             << "; reachable " << total(usage->reachable).bytes << " bytes, reclaimable "
             << total(usage->unreachable).bytes << " bytes\n";
+  if (usage->leftovers.files > 0 || usage->leftovers.inUse > 0) {
+    std::cout << "store leftovers: " << usage->leftovers.files << " temporary files ("
+              << usage->leftovers.bytes << " bytes) of writers that died (vacuum --apply "
+              << "deletes them), " << usage->leftovers.inUse << " in use\n";
+  }
   co_return 0;
 }
 
@@ -111,6 +125,10 @@ asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
   options.keepRevisions = opt.keepRevisions;
   options.graceSeconds = opt.graceSeconds;
   options.apply = opt.apply;
+  // Tests only (docs/operations.md): no publisher runs beside this vacuum, any grace will do.
+  if (const char* unsafe = std::getenv("CAIRN_TEST_UNSAFE_GRACE"); unsafe && *unsafe == '1') {
+    options.publisherReuseMaxAge = std::chrono::seconds(0);
+  }
   EngineLimits limits;
   OperationBudget budget;
   auto r = co_await vacuumNamespace(*store, ns, options, limits, budget);
@@ -136,19 +154,18 @@ asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
       out.add("head_revision", r->current->fields().revision)
           .add("head_id", toHex(r->current->id()));
     }
-    std::cout << out.add("revisions", r->revisions)
-                     .add("history_ends", r->historyEnds)
-                     .add("grace_seconds", opt.graceSeconds)
-                     .addRaw("reachable", classCounts(r->reachable))
-                     .addRaw("reclaimable", classCounts(r->reclaimable))
-                     .addRaw("kept", classCounts(r->kept))
-                     .addRaw("deleted", classCounts(r->deleted))
-                     .add("restarts", r->restarts)
-                     .add("verified", r->verified)
-                     .addRaw("objects", objects)
-                     .add("seconds", secondsSince(start))
-                     .str()
-              << "\n";
+    printJson(out.add("revisions", r->revisions)
+                  .add("history_ends", r->historyEnds)
+                  .add("grace_seconds", opt.graceSeconds)
+                  .addRaw("reachable", classCounts(r->reachable))
+                  .addRaw("reclaimable", classCounts(r->reclaimable))
+                  .addRaw("kept", classCounts(r->kept))
+                  .addRaw("deleted", classCounts(r->deleted))
+                  .add("restarts", r->restarts)
+                  .add("verified", r->verified)
+                  .addRaw("leftovers", leftoversJson(r->leftovers))
+                  .addRaw("objects", objects)
+                  .add("seconds", secondsSince(start)));
     co_return 0;
   }
   for (const auto& v : r->unreachable) {
@@ -161,6 +178,11 @@ asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
   std::cout << r->revisions << " retained heads; " << reclaim.objects << " objects ("
             << reclaim.bytes << " bytes) unreachable and older than " << opt.graceSeconds << " s; "
             << kept.objects << " unreachable kept (young, candidate, unknown age)\n";
+  if (r->leftovers.files > 0) {
+    std::cout << "store leftovers: " << r->leftovers.files << " temporary files ("
+              << r->leftovers.bytes << " bytes) of writers that died"
+              << (opt.apply ? "; deleted " + std::to_string(r->leftovers.reclaimed) : "") << "\n";
+  }
   if (opt.apply) {
     std::cout << "deleted " << gone.objects << " objects (" << gone.bytes << " bytes)"
               << (r->verified ? "; the current head verifies" : "") << "\n";
@@ -189,7 +211,7 @@ asio::awaitable<int> runBackup(io::Uring& uring, const BackupCli& opt) {
     co_return reportJson(opt.json, Error{Errc::usage, "--store: " + source.error()},
                          secondsSince(start));
   }
-  auto target = openStore(uring, executor, opt.to);
+  auto target = openStore(uring, executor, opt.to, StoreCreation::createIfMissing);
   if (!target) {
     co_return reportJson(opt.json, Error{Errc::usage, "--to: " + target.error()},
                          secondsSince(start));
@@ -210,15 +232,13 @@ asio::awaitable<int> runBackup(io::Uring& uring, const BackupCli& opt) {
     } else {
       out.addNull("target_revision_before");
     }
-    std::cout << out.add("objects_copied", r->objectsCopied)
-                     .add("objects_present", r->objectsPresent)
-                     .add("bytes_copied", r->bytesCopied)
-                     .add("objects_verified", r->objectsVerified)
-                     .add("bytes_verified", r->bytesVerified)
-                     .add("head_updated", r->headUpdated)
-                     .add("seconds", secondsSince(start))
-                     .str()
-              << "\n";
+    printJson(out.add("objects_copied", r->objectsCopied)
+                  .add("objects_present", r->objectsPresent)
+                  .add("bytes_copied", r->bytesCopied)
+                  .add("objects_verified", r->objectsVerified)
+                  .add("bytes_verified", r->bytesVerified)
+                  .add("head_updated", r->headUpdated)
+                  .add("seconds", secondsSince(start)));
   } else {
     std::cout << "backed up revision " << f.revision << " (head " << toHex(r->head.id())
               << "): " << r->objectsCopied << " objects copied (" << r->bytesCopied << " bytes), "
@@ -254,16 +274,14 @@ asio::awaitable<int> runRepair(io::Uring& uring, const RepairCli& opt) {
   auto r = co_await repairHead(*target->store, target->ns, d, opt.force, limits, budget);
   if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
   if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("ok", true)
-                     .add("revision", r->target.fields().revision)
-                     .add("head_id", toHex(r->target.id()))
-                     .add("before", headConditionName(r->before))
-                     .add("reason", r->reason)
-                     .add("replaced", r->replaced)
-                     .add("seconds", secondsSince(start))
-                     .str()
-              << "\n";
+    printJson(JsonObject{}
+                  .add("ok", true)
+                  .add("revision", r->target.fields().revision)
+                  .add("head_id", toHex(r->target.id()))
+                  .add("before", headConditionName(r->before))
+                  .add("reason", r->reason)
+                  .add("replaced", r->replaced)
+                  .add("seconds", secondsSince(start)));
   } else {
     std::cout << "the current head was " << headConditionName(r->before)
               << (r->reason.empty() ? "" : " (" + r->reason + ")") << "; "
@@ -312,8 +330,8 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--keep-revisions", opt->keepRevisions,
                     "heads retained, newest first (default 10; 0 keeps all)");
     cmd->add_option("--grace-seconds", opt->graceSeconds,
-                    "never delete an object younger than this (default 3600; at least twice "
-                    "every publisher's --reuse-max-age)")
+                    "never delete an object younger than this (default and least 3600: twice "
+                    "the longest --reuse-max-age a publisher accepts)")
         ->check(CLI::Range(std::int64_t{0}, std::int64_t{3650} * 86400));
     cmd->add_flag("--apply", opt->apply, "delete (default: a dry run)");
     cmd->add_flag("--json", opt->json, "print one JSON object");

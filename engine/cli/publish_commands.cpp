@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -22,9 +23,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "engine/async.hpp"
 #include "engine/cli/commands.hpp"
+#include "engine/cli/input.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/database.hpp"
@@ -32,6 +36,7 @@
 #include "engine/recovery.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/store_errors.hpp"
+#include "engine/task_group.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {
@@ -83,9 +88,10 @@ DatabaseOptions databaseOptions(std::uint64_t segmentMib, std::int64_t reuseMaxA
 void addReuseOption(CLI::App* cmd, std::int64_t& seconds) {
   cmd->add_option("--reuse-max-age", seconds,
                   "rely on an existing object only while younger than this many seconds, "
-                  "else rewrite it; at most half of every vacuum's grace (default 600, at "
-                  "least 5)")
-      ->check(CLI::Range(std::int64_t{kMinReuseMaxAge.count()}, std::int64_t{365} * 86400));
+                  "else rewrite it (default 600, 5..1800: vacuum's least grace is twice the "
+                  "largest)")
+      ->check(
+          CLI::Range(std::int64_t{kMinReuseMaxAge.count()}, std::int64_t{kMaxReuseMaxAge.count()}));
 }
 
 JsonObject headJson(const Head& h) {
@@ -104,23 +110,21 @@ JsonObject headJson(const Head& h) {
 void printPublished(const PublishResult& r, bool json, double seconds) {
   const HeadFields& f = r.head.fields();
   if (json) {
-    std::cout << JsonObject{}
-                     .add("ok", true)
-                     .add("outcome", publishOutcomeName(r.outcome))
-                     .add("revision", f.revision)
-                     .add("head_id", toHex(r.head.id()))
-                     .add("prefix_sequence", f.prefixSequence)
-                     .add("prefix_length", f.prefixLength)
-                     .add("manifest_sha256", toHex(f.manifestSha256))
-                     .add("reconciled_intent", r.reconciledIntent)
-                     .add("objects_written", r.objectsWritten)
-                     .add("objects_reused", r.objectsReused)
-                     .add("bytes_uploaded", r.bytesUploaded)
-                     .add("objects_rewritten", r.objectsRewritten)
-                     .add("segments", r.segments)
-                     .add("seconds", seconds)
-                     .str()
-              << "\n";
+    printJson(JsonObject{}
+                  .add("ok", true)
+                  .add("outcome", publishOutcomeName(r.outcome))
+                  .add("revision", f.revision)
+                  .add("head_id", toHex(r.head.id()))
+                  .add("prefix_sequence", f.prefixSequence)
+                  .add("prefix_length", f.prefixLength)
+                  .add("manifest_sha256", toHex(f.manifestSha256))
+                  .add("reconciled_intent", r.reconciledIntent)
+                  .add("objects_written", r.objectsWritten)
+                  .add("objects_reused", r.objectsReused)
+                  .add("bytes_uploaded", r.bytesUploaded)
+                  .add("objects_rewritten", r.objectsRewritten)
+                  .add("segments", r.segments)
+                  .add("seconds", seconds));
   } else {
     std::cout << publishOutcomeName(r.outcome) << ": revision " << f.revision << ", head "
               << toHex(r.head.id()) << ", prefix sequence " << f.prefixSequence
@@ -133,6 +137,7 @@ asio::awaitable<int> runCheckpoint(io::Uring& uring, const CheckpointCli& opt) {
   auto db = co_await Database::open(uring, opt.dir,
                                     databaseOptions(opt.segmentMib, opt.reuseMaxAge, opt.limits));
   if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
+  noteTornTail((*db)->journal());
   Res<PublishResult> published = err(Errc::usage, "not run");
   if (opt.compact) {
     published = co_await (*db)->compact();
@@ -152,10 +157,46 @@ struct StatusCli {
   bool json = false;
 };
 
+// The torn tail a read-only open found (the next writer cuts it), and the files that keep
+// the bytes of earlier cuts (evidence, never deleted by cairn).
+void describeTails(const std::string& dir, const Journal& journal, JsonObject& out,
+                   std::string& text) {
+  if (const auto& t = journal.tornTail()) {
+    out.addRaw("torn_tail", JsonObject{}
+                                .add("offset", t->offset)
+                                .add("bytes", t->bytes)
+                                .add("sequence", t->sequence)
+                                .add("reason", t->reason)
+                                .str());
+    text += "torn tail       " + std::to_string(t->bytes) + " bytes at offset " +
+            std::to_string(t->offset) + " (" + t->reason + "): the next writer cuts them\n";
+  } else {
+    out.addNull("torn_tail");
+  }
+  std::vector<std::pair<std::string, std::uint64_t>> kept;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kTornTailFilePrefix, 0) != 0) continue;
+    std::error_code sizeError;
+    const auto size = std::filesystem::file_size(it->path(), sizeError);
+    kept.emplace_back(name, sizeError ? 0 : size);
+  }
+  std::sort(kept.begin(), kept.end());
+  std::string list = "[";
+  for (const auto& [name, size] : kept) {
+    if (list.size() > 1) list += ",";
+    list += JsonObject{}.add("file", name).add("bytes", std::uint64_t{size}).str();
+    text += "cut bytes kept  " + name + " (" + std::to_string(size) + " bytes)\n";
+  }
+  out.addRaw("torn_tail_files", list + "]");
+}
+
 asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
   auto start = Clock::now();
   DatabaseOptions options;
   options.openStore = !opt.offline;  // offline: no store, no credentials
+  options.journal.readOnly = true;   // status writes nothing (a torn tail is only reported)
   auto db = co_await Database::open(uring, opt.dir, options);
   if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
   Journal& journal = (*db)->journal();
@@ -167,6 +208,7 @@ asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
       .add("journal_end_length", journal.endOffset());
   std::string text = "journal         end sequence " + std::to_string(journal.endSequence()) +
                      " (" + std::to_string(journal.endOffset()) + " bytes)\n";
+  describeTails(opt.dir, journal, out, text);
   if (!state) {
     out.addNull("store");
     text += "store           none (journal only)\n";
@@ -226,7 +268,7 @@ asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
     }
   }
   if (opt.json) {
-    std::cout << out.str() << "\n";
+    printJson(out);
   } else {
     std::cout << text;
   }
@@ -298,7 +340,7 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
     JsonObject out;
     out.add("ok", !broken).addRaw("entries", entries).add("history_ends", historyEnds);
     if (broken) out.add("error", errcName(broken->code)).add("key", broken->key);
-    std::cout << out.add("seconds", secondsSince(start)).str() << "\n";
+    printJson(out.add("seconds", secondsSince(start)));
   }
   if (broken) {
     if (count > 0 && !opt.json)
@@ -346,18 +388,16 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
   if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
   const HeadFields& f = r->head.fields();
   if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("ok", true)
-                     .add("revision", f.revision)
-                     .add("head_id", toHex(r->head.id()))
-                     .add("prefix_sequence", f.prefixSequence)
-                     .add("prefix_length", f.prefixLength)
-                     .add("writable", opt.writable)
-                     .add("objects", r->objects)
-                     .add("bytes", r->bytes)
-                     .add("seconds", secondsSince(start))
-                     .str()
-              << "\n";
+    printJson(JsonObject{}
+                  .add("ok", true)
+                  .add("revision", f.revision)
+                  .add("head_id", toHex(r->head.id()))
+                  .add("prefix_sequence", f.prefixSequence)
+                  .add("prefix_length", f.prefixLength)
+                  .add("writable", opt.writable)
+                  .add("objects", r->objects)
+                  .add("bytes", r->bytes)
+                  .add("seconds", secondsSince(start)));
   } else {
     std::cout << "recovered revision " << f.revision << " (head " << toHex(r->head.id())
               << "): " << f.prefixSequence << " records, " << r->bytes << " journal bytes"
@@ -367,155 +407,6 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
 }
 
 // ---- ingest ----------------------------------------------------------------------------------
-
-// Reads standard input on its own thread (a blocking read must not stall the loop, where
-// appends complete and checkpoints run) and hands at most kMaxChunksQueued chunks to the loop.
-class StdinReader {
- public:
-  static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
-  static constexpr std::size_t kMaxChunksQueued = 8;
-
-  explicit StdinReader(asio::any_io_executor executor)
-      : executor_(std::move(executor)), loop_(std::make_shared<LoopSide>()) {
-    thread_ = std::thread([this] { run(); });
-  }
-  // Stops the thread within one poll interval, even if input never ends.
-  ~StdinReader() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    room_.notify_all();
-    thread_.join();
-  }
-
-  // The next chunk; empty at end of input (or after a read error: failed()).
-  asio::awaitable<Bytes> next() {
-    LoopSide& l = *loop_;
-    while (l.chunks.empty() && !l.done) {
-      l.ready.reset();
-      co_await l.ready.wait();
-    }
-    if (l.chunks.empty()) co_return Bytes{};
-    Bytes chunk = std::move(l.chunks.front());
-    l.chunks.pop_front();
-    {
-      std::lock_guard lock(mutex_);
-      --queued_;
-    }
-    room_.notify_one();
-    co_return chunk;
-  }
-  bool failed() const { return loop_->failed; }
-
- private:
-  // Touched on the loop only; shared so a chunk posted as the reader goes away stays valid.
-  struct LoopSide {
-    std::deque<Bytes> chunks;
-    Signal ready;
-    bool done = false;
-    bool failed = false;
-  };
-
-  void run() {
-    for (;;) {
-      {
-        std::unique_lock lock(mutex_);
-        room_.wait(lock, [&] { return stopping_ || queued_ < kMaxChunksQueued; });
-        if (stopping_) return;
-      }
-      pollfd p{STDIN_FILENO, POLLIN, 0};
-      int ready = ::poll(&p, 1, 100);
-      if (ready == 0 || (ready < 0 && errno == EINTR)) continue;  // look at stopping_ again
-      Bytes chunk(kChunkBytes);
-      ssize_t n = ready < 0 ? -1 : ::read(STDIN_FILENO, chunk.data(), chunk.size());
-      if (n < 0 && errno == EINTR) continue;
-      bool end = n <= 0;
-      if (n > 0) {
-        chunk.resize(static_cast<std::size_t>(n));
-        std::lock_guard lock(mutex_);
-        ++queued_;
-      }
-      asio::post(executor_, [loop = loop_, end, error = n < 0, chunk = std::move(chunk)]() mutable {
-        if (end) {
-          loop->done = true;
-          loop->failed = error;
-        } else {
-          loop->chunks.push_back(std::move(chunk));
-        }
-        loop->ready.notify();
-      });
-      if (end) return;
-    }
-  }
-
-  asio::any_io_executor executor_;
-  std::shared_ptr<LoopSide> loop_;
-  std::mutex mutex_;
-  std::condition_variable room_;
-  std::size_t queued_ = 0;
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
-// Splits chunks into records: lines (without the newline), or u32 big-endian length + bytes.
-class RecordSplitter {
- public:
-  explicit RecordSplitter(bool lengthPrefixed) : lengthPrefixed_(lengthPrefixed) {}
-  void feed(ByteView chunk) { buffer_.insert(buffer_.end(), chunk.begin(), chunk.end()); }
-  // The next whole record, or nullopt when more input is needed. Sets an error on a record
-  // over the payload cap.
-  std::optional<Bytes> next() {
-    if (lengthPrefixed_) {
-      if (buffer_.size() - at_ < 4) return compact();
-      std::uint32_t n = loadBe32(buffer_.data() + at_);
-      if (n > limits::kMaxPayloadBytes) {
-        error = "a record of " + std::to_string(n) + " bytes exceeds the 16 MiB record cap";
-        return std::nullopt;
-      }
-      if (buffer_.size() - at_ - 4 < n) return compact();
-      Bytes r(buffer_.begin() + static_cast<std::ptrdiff_t>(at_ + 4),
-              buffer_.begin() + static_cast<std::ptrdiff_t>(at_ + 4 + n));
-      at_ += 4 + n;
-      return r;
-    }
-    auto begin = buffer_.begin() + static_cast<std::ptrdiff_t>(at_);
-    auto nl = std::find(begin, buffer_.end(), std::uint8_t{'\n'});
-    if (nl == buffer_.end()) {
-      if (buffer_.size() - at_ > limits::kMaxPayloadBytes) {
-        error = "a line exceeds the 16 MiB record cap";
-        return std::nullopt;
-      }
-      return compact();
-    }
-    Bytes r(begin, nl);
-    at_ = static_cast<std::size_t>(nl - buffer_.begin()) + 1;
-    return r;
-  }
-  // At end of input: the last line without a newline, if any; an incomplete length-prefixed
-  // record is an error.
-  std::optional<Bytes> finish() {
-    if (at_ == buffer_.size()) return std::nullopt;
-    if (lengthPrefixed_) {
-      error = "the input ends inside a length-prefixed record";
-      return std::nullopt;
-    }
-    Bytes r(buffer_.begin() + static_cast<std::ptrdiff_t>(at_), buffer_.end());
-    at_ = buffer_.size();
-    return r;
-  }
-  std::string error;
-
- private:
-  std::nullopt_t compact() {
-    buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(at_));
-    at_ = 0;
-    return std::nullopt;
-  }
-  bool lengthPrefixed_;
-  Bytes buffer_;
-  std::size_t at_ = 0;
-};
 
 struct IngestCli {
   std::string dir;
@@ -570,6 +461,128 @@ asio::awaitable<Res<std::unique_ptr<Database>>> openOrCreate(io::Uring& uring,
   co_return co_await Database::create(uring, opt.dir, *units, target, std::move(options));
 }
 
+// One `cairn ingest` run: what its tasks share (all on the loop thread).
+struct IngestRun {
+  Database& db;
+  const IngestCli& opt;
+  Clock::time_point start = Clock::now();
+  std::uint64_t records = 0;       // read and handed to an append
+  std::uint64_t bytesRead = 0;     // their payload bytes
+  std::uint64_t bytesDurable = 0;  // payload bytes of acknowledged appends
+  std::uint64_t lastSequence = 0;  // the last acknowledged sequence
+  std::uint64_t checkpoints = 0;   // selected
+  std::uint64_t durableAtLastCheckpoint = 0;
+  Clock::time_point lastCheckpointAt = Clock::now();
+  std::optional<PublishResult> lastPublished;
+  bool inputDone = false;
+};
+
+// Appends in flight (the journal's group commit shares each fdatasync among them).
+constexpr std::size_t kIngestAppendConcurrency = 4096;
+// How often the time trigger and the progress line look at the run.
+constexpr std::chrono::milliseconds kIngestTick{500};
+
+asio::awaitable<Res<void>> ingestCheckpoint(IngestRun& run) {
+  auto r = co_await run.db.checkpoint();
+  if (r) {
+    if (r->outcome == PublishOutcome::selected) ++run.checkpoints;
+    run.lastPublished = *r;
+    co_return Res<void>{};
+  }
+  if (!transient(r.error())) co_return Failure<Error>{r.error()};
+  std::fprintf(stderr, "\ncairn: checkpoint will be retried: %s\n", r.error().message.c_str());
+  co_return Res<void>{};
+}
+
+// Starts a background checkpoint when one is due: after --checkpoint-mib of *acknowledged*
+// records, or --checkpoint-seconds, and only when the journal holds a record (a checkpoint
+// never runs ahead of what is durable). One at a time.
+void startCheckpointIfDue(IngestRun& run, TaskGroup& checkpoints) {
+  if (!run.db.publisher() || checkpoints.running() > 0 || checkpoints.failed()) return;
+  if (run.db.journal().endSequence() == 0) return;
+  const bool bytesDue =
+      run.bytesDurable - run.durableAtLastCheckpoint >= (run.opt.checkpointMib << 20);
+  const bool timeDue = secondsSince(run.lastCheckpointAt) >= run.opt.checkpointSeconds;
+  if (!bytesDue && !timeDue) return;
+  run.lastCheckpointAt = Clock::now();
+  run.durableAtLastCheckpoint = run.bytesDurable;
+  checkpoints.start([&run]() { return ingestCheckpoint(run); });
+}
+
+// The time trigger and, on a terminal, the progress line, until the input is done.
+asio::awaitable<Res<void>> ingestTicker(IngestRun& run, TaskGroup& checkpoints,
+                                        asio::steady_timer& tick) {
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  while (!run.inputDone) {
+    tick.expires_after(kIngestTick);
+    boost::system::error_code ec;
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (run.inputDone) break;
+    startCheckpointIfDue(run, checkpoints);
+    if (tty) {
+      double s = std::max(secondsSince(run.start), 1e-3);
+      std::fprintf(stderr, "\r%llu records  %.1f MiB  %.1f MiB/s  %llu checkpoints   ",
+                   static_cast<unsigned long long>(run.records),
+                   static_cast<double>(run.bytesRead) / (1 << 20),
+                   static_cast<double>(run.bytesRead) / (1 << 20) / s,
+                   static_cast<unsigned long long>(run.checkpoints));
+    }
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  co_return Res<void>{};
+}
+
+// Reads standard input into appends until it ends or something fails; returns what stopped
+// it (the input's own errors; the tasks' are their groups').
+asio::awaitable<Res<void>> ingestInput(IngestRun& run, TaskGroup& appends, TaskGroup& checkpoints) {
+  auto appendOne = [&](Bytes record) -> asio::awaitable<bool> {
+    if (!co_await appends.room()) co_return false;
+    ++run.records;
+    run.bytesRead += record.size();
+    appends.start([&run, payload = std::move(record)]() -> asio::awaitable<Res<void>> {
+      auto r = co_await run.db.append(payload);
+      if (!r) co_return Failure<Error>{r.error()};
+      run.lastSequence = std::max(run.lastSequence, *r);
+      run.bytesDurable += payload.size();
+      co_return Res<void>{};
+    });
+    co_return true;
+  };
+  co_return co_await readRecords(
+      run.opt.lengthPrefixed, appendOne, [&] { return checkpoints.failed(); },
+      [&] { startCheckpointIfDue(run, checkpoints); });
+}
+
+void printIngested(const IngestRun& run, std::optional<JsonObject>& json, std::string& text) {
+  double s = secondsSince(run.start);
+  const auto& last = run.lastPublished;
+  if (run.opt.json) {
+    JsonObject out;
+    out.add("ok", true)
+        .add("records", run.records)
+        .add("bytes", run.bytesRead)
+        .add("last_sequence", run.lastSequence)
+        .add("checkpoints", run.checkpoints)
+        .add("seconds", s);
+    if (last) {
+      out.add("revision", last->head.fields().revision)
+          .add("head_id", toHex(last->head.id()))
+          .add("prefix_sequence", last->head.fields().prefixSequence);
+    }
+    if (run.db.publisher()) out.add("namespace", run.db.publisher()->state().ns.text());
+    json = std::move(out);
+    return;
+  }
+  text = std::to_string(run.records) + " records (" + std::to_string(run.bytesRead) +
+         " bytes) durable through sequence " + std::to_string(run.lastSequence) + " in " +
+         std::to_string(s) + " s; " + std::to_string(run.checkpoints) + " checkpoints";
+  if (last) {
+    text += ", current revision " + std::to_string(last->head.fields().revision) + " (head " +
+            toHex(last->head.id()) + ")";
+  }
+  text += "\n";
+}
+
 asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   auto start = Clock::now();
   if (opt.checkpointMib == 0 || opt.checkpointSeconds <= 0) {
@@ -580,172 +593,49 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   auto opened = co_await openOrCreate(uring, opt);
   if (!opened) co_return reportJson(opt.json, opened.error(), secondsSince(start));
   Database& db = **opened;
+  noteTornTail(db.journal());
   auto executor = co_await asio::this_coro::executor;
-  bool tty = ::isatty(STDERR_FILENO) != 0;
+  IngestRun run{db, opt};
+  run.start = start;
+  run.lastSequence = db.journal().endSequence();
 
-  // Appends in flight (the journal's group commit shares each fdatasync among them).
-  constexpr std::size_t kAppendConcurrency = 4096;
-  std::size_t inFlight = 0;
-  Signal appendDone;
-  std::optional<Error> failure;
-  std::uint64_t records = 0, bytes = 0, lastSequence = db.journal().endSequence();
-  // Checkpoints: one at a time, in the background, every N MiB or T seconds.
-  bool publishing = false;
-  Signal publishDone;
-  std::uint64_t checkpoints = 0, bytesAtLastCheckpoint = 0;
-  auto lastCheckpointAt = Clock::now();
-  std::optional<PublishResult> lastPublished;
-  auto publish = [&]() -> asio::awaitable<void> {
-    auto r = co_await db.checkpoint();
-    if (r) {
-      if (r->outcome == PublishOutcome::selected) ++checkpoints;
-      lastPublished = *r;
-    } else if (transient(r.error())) {
-      std::fprintf(stderr, "\ncairn: checkpoint will be retried: %s\n", r.error().message.c_str());
-    } else if (!failure) {
-      failure = r.error();
-    }
-    publishing = false;
-    publishDone.notify();
-  };
-  auto startCheckpointIfDue = [&] {
-    if (!db.publisher() || publishing || failure) return;
-    bool bytesDue = bytes - bytesAtLastCheckpoint >= (opt.checkpointMib << 20);
-    bool timeDue =
-        secondsSince(lastCheckpointAt) >= opt.checkpointSeconds && db.journal().endSequence() > 0;
-    if (!bytesDue && !timeDue) return;
-    // Marked before the spawn: the next trigger must see it whatever co_spawn runs first.
-    publishing = true;
-    lastCheckpointAt = Clock::now();
-    bytesAtLastCheckpoint = bytes;
-    asio::co_spawn(executor, publish(), asio::detached);
-  };
-  // The time trigger and the progress line, while input lasts.
-  bool inputDone = false;
-  bool tickerRunning = true;
-  Signal tickerDone;
+  // 1. Appends, checkpoints (one at a time, in the background) and the ticker, each in its
+  // group; the input is read until it ends or any of them fails.
+  TaskGroup appends(executor, kIngestAppendConcurrency);
+  TaskGroup checkpoints(executor, 1);
+  TaskGroup ticker(executor, 1);
   asio::steady_timer tick(executor);
-  asio::co_spawn(
-      executor,
-      [&]() -> asio::awaitable<void> {
-        while (!inputDone) {
-          tick.expires_after(std::chrono::milliseconds(500));
-          boost::system::error_code ec;
-          co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-          if (inputDone) break;
-          startCheckpointIfDue();
-          if (tty) {
-            double s = std::max(secondsSince(start), 1e-3);
-            std::fprintf(stderr, "\r%llu records  %.1f MiB  %.1f MiB/s  %llu checkpoints   ",
-                         static_cast<unsigned long long>(records),
-                         static_cast<double>(bytes) / (1 << 20),
-                         static_cast<double>(bytes) / (1 << 20) / s,
-                         static_cast<unsigned long long>(checkpoints));
-          }
-        }
-        tickerRunning = false;
-        tickerDone.notify();
-      },
-      asio::detached);
-
-  StdinReader reader(executor);
-  RecordSplitter splitter(opt.lengthPrefixed);
-  auto appendOne = [&](Bytes record) -> asio::awaitable<void> {
-    while (inFlight >= kAppendConcurrency) {
-      appendDone.reset();
-      co_await appendDone.wait();
-    }
-    ++inFlight;
-    bytes += record.size();
-    ++records;
-    asio::co_spawn(
-        executor,
-        [&, payload = std::move(record)]() -> asio::awaitable<void> {
-          auto r = co_await db.append(payload);
-          if (r) {
-            lastSequence = std::max(lastSequence, *r);
-          } else if (!failure) {
-            failure = r.error();
-          }
-          --inFlight;
-          appendDone.notify();
-        },
-        asio::detached);
-  };
-  while (!failure) {
-    Bytes chunk = co_await reader.next();
-    if (chunk.empty()) break;
-    splitter.feed(chunk);
-    while (!failure) {
-      auto record = splitter.next();
-      if (!record) break;
-      co_await appendOne(std::move(*record));
-    }
-    if (!splitter.error.empty()) failure = Error{Errc::usage, splitter.error};
-    startCheckpointIfDue();
-  }
-  if (!failure) {
-    if (reader.failed()) failure = Error{Errc::io, "cannot read standard input"};
-    auto last = splitter.finish();
-    if (last && !failure) co_await appendOne(std::move(*last));
-    if (!splitter.error.empty() && !failure) failure = Error{Errc::usage, splitter.error};
-  }
-  while (inFlight > 0) {
-    appendDone.reset();
-    co_await appendDone.wait();
-  }
-  inputDone = true;
+  ticker.start([&]() { return ingestTicker(run, checkpoints, tick); });
+  Res<void> input = co_await ingestInput(run, appends, checkpoints);
+  // 2. Every task ends before anything they use goes away.
+  Res<void> appended = co_await appends.wait();
+  run.inputDone = true;
   tick.cancel();
-  while (tickerRunning) {
-    tickerDone.reset();
-    co_await tickerDone.wait();
-  }
-  while (publishing) {
-    publishDone.reset();
-    co_await publishDone.wait();
-  }
-  // The final checkpoint covers everything acknowledged.
+  (void)co_await ticker.wait();
+  Res<void> published = co_await checkpoints.wait();
+  std::optional<Error> failure;
+  if (!input) failure = input.error();
+  if (!appended && !failure) failure = appended.error();
+  if (!published && !failure) failure = published.error();
+  // 3. The final checkpoint covers everything acknowledged.
   if (!failure && db.publisher()) {
-    auto r = co_await db.checkpoint();
-    if (r) {
-      if (r->outcome == PublishOutcome::selected) ++checkpoints;
-      lastPublished = *r;
+    auto last = co_await db.checkpoint();
+    if (last) {
+      if (last->outcome == PublishOutcome::selected) ++run.checkpoints;
+      run.lastPublished = *last;
     } else {
-      failure = r.error();
+      failure = last.error();  // an unknown outcome too: nothing is retried after the input
     }
   }
-  if (tty) std::fprintf(stderr, "\n");
-  double s = secondsSince(start);
   if (failure) {
-    std::cerr << "cairn: records up to sequence " << lastSequence
+    std::cerr << "cairn: records up to sequence " << run.lastSequence
               << " are durable in the journal\n";
     co_return reportJson(opt.json, *failure, secondsSince(start));
   }
-  if (opt.json) {
-    JsonObject out;
-    out.add("ok", true)
-        .add("records", records)
-        .add("bytes", bytes)
-        .add("last_sequence", lastSequence)
-        .add("checkpoints", checkpoints)
-        .add("seconds", s);
-    if (lastPublished) {
-      out.add("revision", lastPublished->head.fields().revision)
-          .add("head_id", toHex(lastPublished->head.id()))
-          .add("prefix_sequence", lastPublished->head.fields().prefixSequence);
-    }
-    if (db.publisher()) out.add("namespace", db.publisher()->state().ns.text());
-    std::cout << out.str() << "\n";
-  } else {
-    std::cout << records << " records (" << bytes << " bytes) durable through sequence "
-              << lastSequence << " in " << s << " s; " << checkpoints << " checkpoints";
-    if (lastPublished) {
-      std::cout << ", current revision " << lastPublished->head.fields().revision << " (head "
-                << toHex(lastPublished->head.id()) << ")";
-    }
-    std::cout << "\n";
-  }
-  co_return 0;
+  std::optional<JsonObject> json;
+  std::string text;
+  printIngested(run, json, text);
+  co_return acknowledge(run.lastSequence, text, json ? &*json : nullptr);
 }
 
 }  // namespace

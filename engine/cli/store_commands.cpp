@@ -2,6 +2,9 @@
 #include <unistd.h>
 
 #include <boost/asio/this_coro.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,6 +15,7 @@
 #include "engine/store/directory_store.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/store/s3_store.hpp"
+#include "engine/store_errors.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {
@@ -31,30 +35,31 @@ struct StoreOptions {
   bool json = false;
 };
 
-int storeFailure(const std::string& what, const StoreOutcome& o) {
-  std::string detail = std::string(storeStatusName(o.status));
-  if (o.http != 0)
-    detail += " (HTTP " + std::to_string(o.http) + (o.code.empty() ? "" : " " + o.code) + ")";
-  Errc code = o.status == StoreStatus::missing     ? Errc::missing
-              : o.status == StoreStatus::uncertain ? Errc::uncertain
-                                                   : Errc::store;
-  return report(Error{code, what + ": " + detail + ": " + o.message});
+// "OP KEY: status: message", with the key as the error's key.
+int storeFailure(const std::string& op, const std::string& key, const StoreOutcome& o) {
+  Error e = storeError(o, key).error;
+  e.message = op + " " + e.message;
+  return report(e);
 }
 
-asio::awaitable<Res<std::unique_ptr<ObjectStore>>> open(io::Uring& uring, const std::string& url) {
-  auto store = openStore(uring, co_await asio::this_coro::executor, url);
+asio::awaitable<Res<std::unique_ptr<ObjectStore>>> open(
+    io::Uring& uring, const std::string& url, StoreCreation creation = StoreCreation::existing) {
+  auto store = openStore(uring, co_await asio::this_coro::executor, url, creation);
   if (!store) co_return err(Errc::usage, store.error());
   co_return std::move(*store);
 }
 
 asio::awaitable<int> runPut(io::Uring& uring, const StoreOptions& opt) {
-  auto store = co_await open(uring, opt.url);
+  auto store = co_await open(uring, opt.url, StoreCreation::createIfMissing);
   if (!store) co_return report(store.error());
   Bytes body;
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-    if (n < 0) co_return report(Error{Errc::io, "cannot read standard input"});
+    if (n < 0) {
+      co_return report(
+          Error{Errc::io, std::string("cannot read standard input: ") + std::strerror(errno)});
+    }
     if (n == 0) break;
     if (body.size() + static_cast<std::size_t>(n) > kMaxCliObjectBytes) {
       co_return report(Error{Errc::usage, "object on standard input exceeds 1 GiB"});
@@ -69,14 +74,13 @@ asio::awaitable<int> runPut(io::Uring& uring, const StoreOptions& opt) {
   } else {
     put = co_await (*store)->putIfMatch(opt.key, body, opt.ifMatch);
   }
-  if (!put) co_return storeFailure("put " + opt.key, put.error());
+  if (!put) co_return storeFailure("put", opt.key, put.error());
   if (opt.json) {
-    std::cout << JsonObject{}
-                     .add("key", opt.key)
-                     .add("etag", *put)
-                     .add("bytes", std::uint64_t{body.size()})
-                     .str()
-              << "\n";
+    printJson(JsonObject{}
+                  .add("ok", true)
+                  .add("key", opt.key)
+                  .add("etag", *put)
+                  .add("bytes", std::uint64_t{body.size()}));
   } else {
     std::cout << *put << "\n";
   }
@@ -87,7 +91,17 @@ asio::awaitable<int> runGet(io::Uring& uring, const StoreOptions& opt) {
   auto store = co_await open(uring, opt.url);
   if (!store) co_return report(store.error());
   auto got = co_await (*store)->get(opt.key, opt.maxBytes);
-  if (!got) co_return storeFailure("get " + opt.key, got.error());
+  if (!got) co_return storeFailure("get", opt.key, got.error());
+  if (opt.json) {
+    // The one object carries the bytes (base64): stdout holds nothing else.
+    printJson(JsonObject{}
+                  .add("ok", true)
+                  .add("key", opt.key)
+                  .add("etag", got->etag)
+                  .add("bytes", std::uint64_t{got->bytes.size()})
+                  .add("content_base64", toBase64(got->bytes)));
+    co_return 0;
+  }
   std::cout.write(reinterpret_cast<const char*>(got->bytes.data()),
                   static_cast<std::streamsize>(got->bytes.size()));
   std::cout.flush();
@@ -105,7 +119,7 @@ asio::awaitable<int> runList(io::Uring& uring, const StoreOptions& opt) {
   constexpr int kMaxPages = 100'000;
   for (int page = 0; page < kMaxPages; ++page) {
     auto listed = co_await (*store)->list(opt.prefix, continuation, kMaxListPage);
-    if (!listed) co_return storeFailure("list " + opt.prefix, listed.error());
+    if (!listed) co_return storeFailure("list", opt.prefix, listed.error());
     for (const auto& o : listed->objects) {
       ++count;
       if (opt.json) {
@@ -120,8 +134,8 @@ asio::awaitable<int> runList(io::Uring& uring, const StoreOptions& opt) {
   }
   if (!continuation.empty()) co_return report(Error{Errc::store, "listing did not end"});
   if (opt.json) {
-    std::cout << JsonObject{}.add("count", count).addRaw("objects", "[" + jsonItems + "]").str()
-              << "\n";
+    printJson(
+        JsonObject{}.add("ok", true).add("count", count).addRaw("objects", "[" + jsonItems + "]"));
   }
   co_return 0;
 }
@@ -130,8 +144,8 @@ asio::awaitable<int> runRemove(io::Uring& uring, const StoreOptions& opt) {
   auto store = co_await open(uring, opt.url);
   if (!store) co_return report(store.error());
   auto removed = co_await (*store)->remove(opt.key);
-  if (!removed) co_return storeFailure("delete " + opt.key, removed.error());
-  if (opt.json) std::cout << JsonObject{}.add("key", opt.key).add("deleted", true).str() << "\n";
+  if (!removed) co_return storeFailure("delete", opt.key, removed.error());
+  if (opt.json) printJson(JsonObject{}.add("ok", true).add("key", opt.key).add("deleted", true));
   co_return 0;
 }
 
@@ -143,37 +157,52 @@ asio::awaitable<int> runProbe(io::Uring& uring, const StoreOptions& opt) {
     // The directory store enforces conditions by construction (link(2) and a locked
     // compare-and-swap); there is no dialect to pick.
     if (opt.json) {
-      std::cout << JsonObject{}.add("enforced", true).add("dialect", "directory").str() << "\n";
+      printJson(JsonObject{}
+                    .add("ok", true)
+                    .add("verdict", "enforced")
+                    .add("enforced", true)
+                    .add("dialect", "directory"));
     } else {
       std::cout << "directory store: create-if-absent and compare-and-swap are enforced\n";
     }
     co_return 0;
   }
   net::ProbeReport report = co_await s3->probe();
+  // Only a store seen accepting a write it had to refuse is "not enforced" (exit 1); one whose
+  // requests failed or went unanswered is undetermined (exit 5), never a "no".
+  const int code = report.verdict == net::ProbeVerdict::enforced      ? 0
+                   : report.verdict == net::ProbeVerdict::notEnforced ? kExitFailed
+                                                                      : kExitUndetermined;
   if (opt.json) {
     std::string checks;
     for (const auto& c : report.checks) {
       if (!checks.empty()) checks += ',';
-      checks +=
-          JsonObject{}.add("name", c.name).add("passed", c.passed).add("detail", c.detail).str();
+      checks += JsonObject{}
+                    .add("name", c.name)
+                    .add("passed", c.passed)
+                    .add("violation", c.violation)
+                    .add("detail", c.detail)
+                    .str();
     }
     JsonObject out;
-    out.add("enforced", report.enforced);
+    out.add("ok", code == 0)
+        .add("verdict", net::probeVerdictName(report.verdict))
+        .add("enforced", report.enforced);
     if (report.dialect) {
       out.add("dialect", net::dialectName(*report.dialect));
     } else {
       out.addNull("dialect");
     }
     out.add("cleaned_up", report.cleanedUp).addRaw("checks", "[" + checks + "]");
-    std::cout << out.str() << "\n";
+    printJson(out);
   } else {
     std::cout << report.summary();
-    std::cout << (report.enforced
-                      ? "conditional writes are enforced"
-                      : "conditional writes are NOT enforced: cairn will not publish to this store")
-              << "\n";
   }
-  co_return report.enforced ? 0 : kExitFailed;
+  if (code != 0) {
+    std::fprintf(stderr, "cairn: %s: %s\n", code == kExitFailed ? "store" : "undetermined",
+                 report.verdictLine().c_str());
+  }
+  co_return code;
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ std::string_view errcName(Errc code) {
       return "store";
     case Errc::uncertain:
       return "uncertain";
+    case Errc::undetermined:
+      return "undetermined";
     case Errc::conflict:
       return "conflict";
   }

@@ -142,4 +142,115 @@ Res<void> FrameScanner::feed(ByteView bytes) {
   return {};
 }
 
+namespace {
+
+// A frame's header at p (12 bytes): plausible when its length is within the cap and its
+// sequence is the expected one.
+bool plausibleHeader(const std::uint8_t* p, std::uint64_t sequence) {
+  return loadBe32(p) <= limits::kMaxPayloadBytes && loadBe64(p + 4) == sequence;
+}
+
+// Whether the bytes of an incomplete header (fewer than 12) can begin the header of a frame
+// of `sequence`: a length within the cap, then the sequence's bytes.
+bool couldBeginHeader(ByteView part, std::uint64_t sequence) {
+  std::uint8_t expected[limits::kFrameHeaderBytes] = {};
+  storeBe32(expected, limits::kMaxPayloadBytes);
+  storeBe64(expected + 4, sequence);
+  std::uint32_t length = 0;
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    if (i < 4) {
+      length = (length << 8) | part[i];
+      // The length so far, padded with the largest (then smallest) bytes, must be in range.
+      if ((std::uint64_t{length} << (8 * (3 - i))) > limits::kMaxPayloadBytes) return false;
+    } else if (part[i] != expected[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether a complete, valid frame with a sequence in (after, after + 2^20] starts anywhere in
+// tail[from, end): evidence that what precedes it was not the end of what was written.
+bool laterFrameIn(ByteView tail, std::size_t from, std::uint64_t after) {
+  for (std::size_t at = from; at + limits::kFrameOverheadBytes <= tail.size(); ++at) {
+    const std::uint8_t* p = tail.data() + at;
+    const std::uint64_t sequence = loadBe64(p + 4);
+    if (sequence <= after || sequence > after + (1u << 20)) continue;
+    const std::uint64_t length = loadBe32(p);
+    if (length > limits::kMaxPayloadBytes || at + frameLength(length) > tail.size()) continue;
+    const std::size_t crcAt = at + limits::kFrameHeaderBytes + length;
+    if (loadBe32(tail.data() + crcAt) == crc32c(tail.subspan(at, crcAt - at))) return true;
+  }
+  return false;
+}
+
+// Whether a block of the file that overlaps tail[0, end) was never written: the part of some
+// kCrashBlockBytes-aligned block that lies in the tail (and in the file) is all zeros.
+bool unwrittenBlockIn(ByteView tail, std::uint64_t boundary, std::size_t end) {
+  end = std::min(end, tail.size());
+  std::uint64_t block = boundary - boundary % kCrashBlockBytes;
+  for (; block < boundary + end; block += kCrashBlockBytes) {
+    const std::size_t lo = static_cast<std::size_t>(std::max(block, boundary) - boundary);
+    const std::size_t hi = static_cast<std::size_t>(
+        std::min<std::uint64_t>(block + kCrashBlockBytes - boundary, tail.size()));
+    if (lo >= hi) continue;
+    if (std::all_of(tail.begin() + lo, tail.begin() + hi, [](std::uint8_t b) { return b == 0; })) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TailJudgement judgeTail(ByteView tail, std::uint64_t boundary, std::uint64_t nextSequence) {
+  const auto judged = [](bool torn, std::string why) {
+    return TailJudgement{torn, std::move(why)};
+  };
+  if (tail.empty()) return judged(false, "no tail");
+  const bool headerWhole = tail.size() >= limits::kFrameHeaderBytes;
+  const bool plausible = headerWhole && plausibleHeader(tail.data(), nextSequence);
+  const std::uint64_t declared = plausible ? frameLength(loadBe32(tail.data())) : 0;
+  // 1. At most one batch can be unsynced: one of kMaxBatchBytes, or one frame alone.
+  const std::uint64_t bound = std::max(kMaxBatchBytes, declared);
+  if (tail.size() > bound) {
+    return judged(false, std::to_string(tail.size()) +
+                             " bytes follow the last valid frame, "
+                             "more than one unsynced batch (" +
+                             std::to_string(bound) + ") can hold");
+  }
+  // 2. The file ends inside the frame: a write cut short, unless the bytes say otherwise.
+  if (!headerWhole && !couldBeginHeader(tail, nextSequence)) {
+    return judged(
+        false, "the last bytes cannot begin a frame of sequence " + std::to_string(nextSequence));
+  }
+  if (!headerWhole || (plausible && declared > tail.size())) {
+    if (laterFrameIn(tail, 1, nextSequence)) {
+      return judged(false, "a valid later frame follows an incomplete one (a damaged length)");
+    }
+    if (plausible && tail.size() >= limits::kFrameOverheadBytes) {
+      // A complete last frame whose length field alone is wrong: its CRC holds for the length
+      // the file gives it.
+      Bytes fixed(tail.begin(), tail.end());
+      storeBe32(fixed.data(),
+                static_cast<std::uint32_t>(tail.size() - limits::kFrameOverheadBytes));
+      const std::size_t crcAt = tail.size() - 4;
+      if (loadBe32(fixed.data() + crcAt) == crc32c(ByteView(fixed).first(crcAt))) {
+        return judged(false, "a complete last frame whose length field is damaged");
+      }
+    }
+    return judged(true, "the file ends inside the frame of sequence " +
+                            std::to_string(nextSequence) + " (a write cut short)");
+  }
+  // 3. A whole frame (or a header) that is wrong: only blocks never written explain it.
+  const std::size_t extent = plausible ? static_cast<std::size_t>(declared)
+                                       : static_cast<std::size_t>(limits::kFrameHeaderBytes);
+  if (unwrittenBlockIn(tail, boundary, extent)) {
+    return judged(true, "the frame of sequence " + std::to_string(nextSequence) +
+                            " holds a block that was never written (zeros)");
+  }
+  return judged(false, plausible ? "a complete frame with a wrong CRC32C and no unwritten block"
+                                 : "a frame header that is neither valid nor unwritten");
+}
+
 }  // namespace cairn

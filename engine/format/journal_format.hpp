@@ -1,6 +1,7 @@
 // The journal's bytes (docs/formats.md §1): header, frames, and an incremental frame scanner.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -36,6 +37,29 @@ void appendFrame(Bytes& out, std::uint64_t sequence, ByteView payload);
 inline std::uint64_t frameLength(std::uint64_t payloadLength) {
   return limits::kFrameOverheadBytes + payloadLength;
 }
+
+// The largest group-commit batch (one write, one fdatasync): JournalOptions::maxBatchBytes is
+// at most this. A batch is larger only when it is one frame alone.
+inline constexpr std::uint64_t kMaxBatchBytes = std::uint64_t{4} << 20;
+// The granularity of what a crash can lose inside a written range: a sector (and a page is a
+// whole number of them). Unwritten blocks of a file read back as zeros.
+inline constexpr std::uint64_t kCrashBlockBytes = 512;
+// The most bytes after the last valid frame a crash can leave: one batch, or one largest frame.
+inline constexpr std::uint64_t kMaxTornTailBytes =
+    std::max<std::uint64_t>(kMaxBatchBytes, limits::kFrameOverheadBytes + limits::kMaxPayloadBytes);
+
+// What the bytes after the last valid frame are (docs/journal.md, "Torn tails"). A crash can
+// leave only the last batch incomplete: its bytes end early (the file ends inside a frame),
+// or whole blocks of it were never written and read back as zeros. Anything else there (a
+// flipped byte in a complete frame, a wrong sequence, a length that the bytes contradict) is
+// damage that no crash explains.
+struct TailJudgement {
+  bool torn = false;   // a crash explains it: the bytes may be cut (and kept as evidence)
+  std::string reason;  // what was found, for messages
+};
+// `tail`: the file's bytes from `boundary` (the end of the last valid frame) to its end;
+// `nextSequence`: the sequence the frame at `boundary` must carry.
+TailJudgement judgeTail(ByteView tail, std::uint64_t boundary, std::uint64_t nextSequence);
 
 // Checks frames fed in any chunking without buffering payloads. Each fault is reported once
 // with the absolute byte offset of the frame that holds it; after a fault, feed() keeps

@@ -42,6 +42,13 @@
 
 namespace cairn {
 
+// The state file's name in the database directory.
+inline constexpr const char* kPublisherStateFile = "publisher.state";
+// The marker of a database that publishes nowhere (created without a store, or a read copy):
+// without it, a directory without a publisher state is refused, so a lost publisher.state
+// never turns a publishing database into a journal-only one without a word.
+inline constexpr const char* kJournalOnlyFile = "journal-only";
+
 inline constexpr std::uint8_t kPublisherStateMagic[8] = {'C', 'A', 'I', 'R', 'N', 'P', 'S', 'T'};
 inline constexpr std::uint32_t kPublisherStateVersion = 1;
 inline constexpr std::size_t kMaxStoreUrlBytes = 4096;

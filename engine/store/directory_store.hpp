@@ -6,6 +6,13 @@
 //   ETag               "\"<SHA-256 of the content, hex>\"": strong, derived from the content
 // A failure after the link or rename (the directory fsync) is `uncertain`: the object is
 // visible but may not survive a crash.
+//
+// Every key is opened beneath the root, which the store holds open: no component of a key is
+// ever followed through a symbolic link, so nothing outside the root is read, written or
+// deleted. An object or directory in the store that is a symbolic link, a FIFO, a device or a
+// socket is refused (a failure naming it), never read or written through, and never waited
+// on. Temporary files (ROOT/.tmp) carry a random name and an flock while their writer lives;
+// those of writers that died are counted and reclaimed by leftovers().
 #pragma once
 
 #include <filesystem>
@@ -19,11 +26,20 @@ namespace io {
 class Uring;
 }
 
+// Whether opening a directory store may create its root: only commands that set a store up
+// (init, ingest of a new database, backup's target, store put) do; every other one refuses
+// a root that does not exist (a mistyped path is an error, not a new empty store).
+enum class StoreCreation : std::uint8_t { existing, createIfMissing };
+
+// A temporary file younger than this is never reclaimed, whether or not its writer holds it:
+// between its creation and its flock a writer holds no lock yet.
+inline constexpr std::int64_t kMinLeftoverAgeSeconds = 60;
+
 class DirectoryStore final : public ObjectStore {
  public:
-  // Creates the root (and ROOT/.tmp) if needed.
-  static Result<std::unique_ptr<DirectoryStore>, std::string> open(io::Uring& uring,
-                                                                   std::filesystem::path root);
+  static Result<std::unique_ptr<DirectoryStore>, std::string> open(
+      io::Uring& uring, std::filesystem::path root,
+      StoreCreation creation = StoreCreation::existing);
   ~DirectoryStore() override;
 
   boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,
@@ -43,6 +59,7 @@ class DirectoryStore final : public ObjectStore {
   boost::asio::awaitable<StoreResult<void>> remove(std::string key) override;
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
+  boost::asio::awaitable<StoreResult<LeftoverUsage>> leftovers(bool reclaim) override;
   std::string describe() const override;
   // Conditions are enforced here, under the store's own lock: always ok.
   boost::asio::awaitable<StoreResult<void>> requireConditionalWrites() override {
@@ -53,8 +70,9 @@ class DirectoryStore final : public ObjectStore {
 
  private:
   struct Impl;
+  struct Temp;
   DirectoryStore(io::Uring& uring, std::filesystem::path root);
-  boost::asio::awaitable<StoreResult<std::filesystem::path>> writeTemp(ByteView bytes);
+  boost::asio::awaitable<StoreResult<Temp>> writeTemp(ByteView bytes);
   // Create-if-absent by link(2) of a synced temporary file; the ETag is the digest's.
   boost::asio::awaitable<StoreResult<std::string>> create(std::string key, ByteView bytes,
                                                           Digest digest);

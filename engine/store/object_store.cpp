@@ -20,6 +20,8 @@ std::string_view storeStatusName(StoreStatus s) {
       return "uncertain";
     case StoreStatus::failure:
       return "failure";
+    case StoreStatus::undetermined:
+      return "undetermined";
   }
   return "unknown";
 }
@@ -33,6 +35,7 @@ bool isValidObjectKey(std::string_view key) {
       // Components starting with '.' are reserved (the directory store keeps its temporary
       // files and lock there); this also refuses "." and "..".
       if (component.empty() || component.front() == '.') return false;
+      if (component.size() > kMaxKeyComponentBytes) return false;
       componentStart = i + 1;
       continue;
     }
@@ -59,6 +62,10 @@ boost::asio::awaitable<StoreResult<std::string>> ObjectStore::putIfAbsentHashed(
                                                                                 ByteView bytes,
                                                                                 Digest) {
   co_return co_await putIfAbsent(std::move(key), bytes);
+}
+
+boost::asio::awaitable<StoreResult<LeftoverUsage>> ObjectStore::leftovers(bool) {
+  co_return LeftoverUsage{};
 }
 
 boost::asio::awaitable<StoreResult<std::string>> ObjectStore::rewrite(std::string key, ByteView) {

@@ -13,6 +13,8 @@
 //   uncertain           the request may or may not have taken effect (no complete response,
 //                       or a local write whose final sync failed); reconcile by reading
 //   failure             anything else: denied, no bucket, malformed answer, over the bound
+//   undetermined        (requireConditionalWrites only) whether the store enforces conditions
+//                       could not be found out: its probe requests failed or went unanswered
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -34,6 +36,7 @@ enum class StoreStatus : std::uint8_t {
   conflict,
   uncertain,
   failure,
+  undetermined,
 };
 
 std::string_view storeStatusName(StoreStatus s);
@@ -72,16 +75,26 @@ inline std::int64_t unixSecondsNow() {
       .count();
 }
 
+// Files a store keeps beside its objects (the directory store's temporary files) that writers
+// which died left behind: not objects, never listed, but they take room.
+struct LeftoverUsage {
+  std::uint64_t files = 0;      // left by writers that are gone (reclaimable)
+  std::uint64_t bytes = 0;      // their size
+  std::uint64_t reclaimed = 0;  // of them, deleted by this call
+  std::uint64_t inUse = 0;      // held by a live writer, or too young to judge
+};
+
 struct ListPage {
   std::vector<ObjectInfo> objects;  // in key order
   std::string continuation;         // empty when this is the last page
 };
 
 // Keys: 1..1024 bytes of [A-Za-z0-9._-/], no empty path component and none starting with
-// '.' (so no "." or ".."), not starting with '/'. Both backends refuse anything else (a usage
-// failure before any I/O).
+// '.' (so no "." or ".."), none longer than 255 bytes (a file name's limit), not starting
+// with '/'. Both backends refuse anything else (a failure before any I/O).
 bool isValidObjectKey(std::string_view key);
 inline constexpr std::size_t kMaxObjectKeyBytes = 1024;
+inline constexpr std::size_t kMaxKeyComponentBytes = 255;
 inline constexpr int kMaxListPage = 1000;
 
 class ObjectStore {
@@ -130,10 +143,15 @@ class ObjectStore {
   virtual boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix,
                                                              std::string continuation,
                                                              int maxKeys) = 0;
+  // What writers that died left beside the objects (LeftoverUsage); with `reclaim`, it is
+  // deleted. Stores that keep nothing of the kind report none.
+  virtual boost::asio::awaitable<StoreResult<LeftoverUsage>> leftovers(bool reclaim);
   // Where the store is, for messages (no secrets).
   virtual std::string describe() const = 0;
-  // ok only if conditional writes are known to be enforced (publishing refuses otherwise).
-  // The directory store enforces them itself; S3 with dialect=auto runs the probe once.
+  // ok only if conditional writes are known to be enforced (publishing refuses otherwise):
+  // failure when the store was seen accepting a write it had to refuse, undetermined when
+  // that could not be found out. The directory store enforces them itself; S3 with
+  // dialect=auto runs the probe (until it once finds them enforced).
   virtual boost::asio::awaitable<StoreResult<void>> requireConditionalWrites() = 0;
 
   // Put-immutable: create-if-absent; when the key exists, read it back (bounded by the size

@@ -8,9 +8,10 @@ namespace cairn {
 
 Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
                                                             boost::asio::any_io_executor executor,
-                                                            const StoreUrl& url) {
+                                                            const StoreUrl& url,
+                                                            StoreCreation creation) {
   if (url.kind == StoreUrl::Kind::directory) {
-    auto d = DirectoryStore::open(uring, url.directory);
+    auto d = DirectoryStore::open(uring, url.directory, creation);
     if (!d) return Failure<std::string>{d.error()};
     return std::unique_ptr<ObjectStore>(std::move(*d));
   }
@@ -21,10 +22,11 @@ Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
 
 Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
                                                             boost::asio::any_io_executor executor,
-                                                            std::string_view text) {
+                                                            std::string_view text,
+                                                            StoreCreation creation) {
   auto url = parseStoreUrl(text);
   if (!url) return Failure<std::string>{url.error()};
-  return openStore(uring, executor, *url);
+  return openStore(uring, executor, *url, creation);
 }
 
 }  // namespace cairn

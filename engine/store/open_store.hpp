@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/store/directory_store.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store/store_url.hpp"
 
@@ -14,11 +15,13 @@ namespace io {
 class Uring;
 }
 
-Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
-                                                            boost::asio::any_io_executor executor,
-                                                            const StoreUrl& url);
-Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
-                                                            boost::asio::any_io_executor executor,
-                                                            std::string_view url);
+// `creation`: whether a directory store's root may be made (StoreCreation); an S3 bucket is
+// never created.
+Result<std::unique_ptr<ObjectStore>, std::string> openStore(
+    io::Uring& uring, boost::asio::any_io_executor executor, const StoreUrl& url,
+    StoreCreation creation = StoreCreation::existing);
+Result<std::unique_ptr<ObjectStore>, std::string> openStore(
+    io::Uring& uring, boost::asio::any_io_executor executor, std::string_view url,
+    StoreCreation creation = StoreCreation::existing);
 
 }  // namespace cairn

@@ -1,5 +1,6 @@
 #include "engine/store/s3_store.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "engine/async.hpp"
@@ -31,6 +32,14 @@ StoreStatus mapStatus(net::S3Status s) {
 
 Failure<StoreOutcome> outcomeOf(const net::S3Outcome& o) {
   return {StoreOutcome{mapStatus(o.status), o.message, o.http, o.code}};
+}
+
+// Why nothing conditional is sent: a store seen accepting a write it had to refuse (failure),
+// or one whose behaviour could not be found out (undetermined), in one line.
+Failure<StoreOutcome> refusal(const net::ProbeReport& report) {
+  return storeFail(report.verdict == net::ProbeVerdict::notEnforced ? StoreStatus::failure
+                                                                    : StoreStatus::undetermined,
+                   report.verdictLine());
 }
 
 std::string env(const char* name) {
@@ -67,6 +76,9 @@ Result<std::unique_ptr<S3Store>, std::string> S3Store::open(asio::any_io_executo
   c.addressing = url.virtualHost ? net::S3Addressing::virtualHost : net::S3Addressing::path;
   c.caFile = url.caFile;
   c.requestTimeout = std::chrono::milliseconds(url.requestTimeoutMs);
+  // Resolving, connecting and the TLS handshake are inside timeout_ms too (at most the
+  // client's own 5 s): a server that accepts and never answers is bounded by what was asked.
+  c.connectTimeout = std::min(c.connectTimeout, c.requestTimeout);
   c.accessKey = env("AWS_ACCESS_KEY_ID");
   c.secretKey = env("AWS_SECRET_ACCESS_KEY");
   c.sessionToken = env("AWS_SESSION_TOKEN");
@@ -159,10 +171,7 @@ asio::awaitable<StoreResult<std::string>> S3Store::putIfMatch(std::string key, B
   if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
   if (impl_->autoDialect) {
     auto report = co_await probe();
-    if (!report.enforced) {
-      co_return storeFail(StoreStatus::failure,
-                          "the store does not enforce conditional writes: " + report.summary());
-    }
+    if (!report.enforced) co_return refusal(report);
   }
   auto r = co_await impl_->client->put(key, bytes, net::PutCondition::ifMatch, etag);
   if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
@@ -173,10 +182,7 @@ asio::awaitable<StoreResult<void>> S3Store::requireConditionalWrites() {
   // An explicit dialect is the operator's statement about the store; auto checks it.
   if (!impl_->autoDialect) co_return StoreResult<void>{};
   auto report = co_await probe();
-  if (!report.enforced) {
-    co_return storeFail(StoreStatus::failure,
-                        "the store does not enforce conditional writes: " + report.summary());
-  }
+  if (!report.enforced) co_return refusal(report);
   co_return StoreResult<void>{};
 }
 

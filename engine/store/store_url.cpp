@@ -1,8 +1,13 @@
 #include "engine/store/store_url.hpp"
 
+#include <algorithm>
 #include <optional>
+#include <set>
 
+#include "base/bytes.hpp"
 #include "engine/store/object_store.hpp"
+#include "net/http_client.hpp"
+#include "net/s3_client.hpp"
 
 namespace cairn {
 namespace {
@@ -55,7 +60,7 @@ Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
   }
   if (url.rfind("s3://", 0) != 0) {
     if (url.find("://") != std::string_view::npos) {
-      return bad("unknown store URL scheme in " + std::string(url) + " (file:// or s3://)");
+      return bad("unknown store URL scheme in " + escapeForDisplay(url) + " (file:// or s3://)");
     }
     out.directory = std::string(url);
     return out;
@@ -69,31 +74,46 @@ Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
   }
   auto slash = rest.find('/');
   out.bucket = std::string(rest.substr(0, slash));
-  if (!validBucket(out.bucket)) return bad("invalid bucket name \"" + out.bucket + "\"");
+  if (!validBucket(out.bucket)) {
+    return bad("invalid bucket name \"" + escapeForDisplay(out.bucket) + "\"");
+  }
   if (slash != std::string_view::npos) {
     std::string root(rest.substr(slash + 1));
     while (!root.empty() && root.back() == '/') root.pop_back();
     if (!root.empty() && !isValidObjectKey(root)) {
-      return bad("invalid root prefix \"" + root + "\"");
+      return bad("invalid root prefix \"" + escapeForDisplay(root) + "\"");
     }
     out.root = root;
   }
+  std::set<std::string> seen;
   while (!query.empty()) {
     auto amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
     auto eq = pair.find('=');
-    if (eq == std::string_view::npos)
-      return bad("query parameter without a value: " + std::string(pair));
+    if (eq == std::string_view::npos) {
+      return bad("query parameter without a value: " + escapeForDisplay(pair));
+    }
     std::string name(pair.substr(0, eq));
+    if (!seen.insert(name).second) {
+      return bad("store URL parameter \"" + escapeForDisplay(name) + "\" is given twice");
+    }
     auto value = percentDecode(pair.substr(eq + 1));
-    if (!value) return bad("bad percent-encoding in " + name);
+    if (!value) return bad("bad percent-encoding in " + escapeForDisplay(name));
+    // Every value ends up in a header, a path or a message: no control character in any.
+    if (std::any_of(value->begin(), value->end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+      return bad("store URL parameter " + escapeForDisplay(name) + " holds a control character");
+    }
     if (name == "endpoint") {
-      if (value->rfind("http://", 0) != 0 && value->rfind("https://", 0) != 0) {
-        return bad("endpoint must start with http:// or https://");
+      if (auto endpoint = net::parseEndpoint(*value); !endpoint) {
+        return bad("endpoint " + escapeForDisplay(*value) + ": " + endpoint.error());
       }
       out.endpoint = *value;
     } else if (name == "region") {
+      if (!net::isValidRegion(*value)) {
+        return bad("region must be 1..64 letters, digits, '-' or '_'");
+      }
       out.region = *value;
     } else if (name == "dialect") {
       if (*value != "auto" && *value != "rgw" && *value != "aws") {
@@ -118,7 +138,7 @@ Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
       }
       out.requestTimeoutMs = ms;
     } else {
-      return bad("unknown store URL parameter \"" + name + "\"");
+      return bad("unknown store URL parameter \"" + escapeForDisplay(name) + "\"");
     }
   }
   if (out.endpoint.empty()) return bad("s3 URLs need ?endpoint=http(s)://host[:port]");

@@ -5,10 +5,10 @@ Usage: python3 test_head_decode.py /path/to/cairn
 
 For every head image the vector script emits, runs `cairn head decode --json FILE` and
 `cairn head decode --json -` (image on stdin):
-  valid images:   exit 0 and stdout is exactly one JSON object equal to NAME.json (same key
-                  set, same values; integers compared exactly);
-  invalid images: non-zero exit, nothing on stdout, exactly one line on stderr that names the
-                  expected error code (NAME.err).
+  valid images:   exit 0 and stdout is exactly one JSON object: "ok": true and otherwise
+                  equal to NAME.json (same key set, same values; integers compared exactly);
+  invalid images: non-zero exit, exactly one JSON object on stdout ("ok": false, "error" the
+                  expected error code, NAME.err), exactly one line on stderr that names it.
 Also checks that `cairn head decode --help` exits 0. Standard library only.
 """
 
@@ -93,6 +93,9 @@ def check_valid(t: Tally, cairn: str, name: str, path: str, want: dict) -> None:
         if got is None:
             t.check(False, what, problem)
             continue
+        if got.pop("ok", None) is not True:
+            t.check(False, what, "no \"ok\": true")
+            continue
         diff = compare(got, want)
         t.check(diff == "", what, diff)
 
@@ -114,8 +117,11 @@ def check_invalid(t: Tally, cairn: str, name: str, path: str, code: str) -> None
             problems.append("exit 0")
         if r.returncode < 0:
             problems.append(f"killed by signal {-r.returncode}")
-        if r.stdout.strip():
-            problems.append(f"stdout not empty: {r.stdout[:100]!r}")
+        got, problem = exactly_one_object(r.stdout)
+        if got is None:
+            problems.append(f"stdout: {problem}")
+        elif got.get("ok") is not False or got.get("error") != code:
+            problems.append(f"stdout is not the failure object for {code}: {r.stdout[:200]!r}")
         if len(lines) != 1:
             problems.append(f"{len(lines)} lines on stderr: {stderr[:300]!r}")
         elif code not in lines[0]:

@@ -42,7 +42,7 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = b"".join(b"record %d %s\n" % (i, b"x" * (i % 50)) for i in range(1, 5001))
     r = run("append", db, "--json", stdin=lines)
     check(r.returncode == 0, f"append: {r.stderr!r}")
-    check(json.loads(r.stdout) == {"sequence": 5000}, f"append output {r.stdout!r}")
+    check(json.loads(r.stdout) == {"ok": True, "sequence": 5000}, f"append output {r.stdout!r}")
 
     r = run("journal", db, "--json")
     check(r.returncode == 0, f"journal: {r.stderr!r}")

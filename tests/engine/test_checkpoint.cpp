@@ -72,7 +72,7 @@ struct Fixture {
   asio::io_context context{1};
   io::Uring uring{context, 128};
   std::unique_ptr<DirectoryStore> store =
-      std::move(*DirectoryStore::open(uring, dir.path() / "store"));
+      std::move(*DirectoryStore::open(uring, dir.path() / "store", StoreCreation::createIfMissing));
   std::unique_ptr<Journal> journal;
   EngineLimits limits;
   Uuid ns = *Uuid::parse("0b1e7f5c-3a9d-4c2e-8f61-2d4b6a8c0e13");
@@ -216,13 +216,21 @@ TEST_CASE("checkpoint: an existing object older than the reuse age is rewritten,
     CHECK(f.verify(*again, true, f.journal.get()).ok());
   }
   SECTION("young enough: reused as they are") {
-    opt.reuseMaxAge = std::chrono::hours(3);
+    auto recent = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(20);
+    for (const auto& k : keys) std::filesystem::last_write_time(f.objectPath(k), recent);
+    opt.reuseMaxAge = kMaxReuseMaxAge;  // 30 minutes
     auto again = f.checkpoint(std::nullopt, 64 << 10, opt);
     REQUIRE(again.ok());
     CHECK(again->segmentsReused == c->manifest.segments.size());
     CHECK(again->manifestReused);
     CHECK(again->objectsRewritten == 0);
     CHECK(again->bytesUploaded == 0);
+  }
+  SECTION("a reuse age above the bound vacuum relies on is refused") {
+    opt.reuseMaxAge = kMaxReuseMaxAge + std::chrono::seconds(1);
+    auto again = f.checkpoint(std::nullopt, 64 << 10, opt);
+    REQUIRE_FALSE(again.ok());
+    CHECK(again.error().code == Errc::usage);
   }
   SECTION("deleted right after its rewrite (a vacuum's late DELETE): the checkpoint fails") {
     // A vacuum HEADed the old object just before the rewrite and deletes it just after; the
@@ -750,4 +758,77 @@ TEST_CASE(
   REQUIRE(shallow.ok());
   CHECK(peakHeads > static_cast<int>(segmentsHeld(at)));
   CHECK(peakHeads <= static_cast<int>(f.limits.requests.capacity()));
+}
+
+// Issue 22, defect 2: an upload that failed without suspending left its permits to be
+// released after installCheckpoint had returned (by co_spawn's frame, once the caller could
+// have freed the limits): heap corruption in `cairn checkpoint` when the directory store
+// could not create its temp file. Each case fails one request at once, without suspending,
+// and looks at the limits as soon as the call returns, before the loop runs anything else.
+TEST_CASE("checkpoint: a failed upload returns only after every task released what it holds",
+          "[checkpoint]") {
+  for (int segments : {1, 8}) {
+    INFO("segments " << segments);
+    Fixture f(2000);
+    const std::uint64_t target = f.journal->endOffset() / segments + 1;
+    int uploads = 0;
+    InterceptStore failing(*f.store,
+                           [&](StoreOp op, const std::string&, ByteView,
+                               const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
+                             if (op == StoreOp::putIfAbsent && ++uploads == segments) {
+                               co_return StoreOutcome{StoreStatus::failure,
+                                                      "create temp file: Operation not permitted"};
+                             }
+                             co_return std::nullopt;
+                           });
+    std::uint64_t bytesHeld = 99, requestsHeld = 99;
+    auto attempt = [&]() -> asio::awaitable<Res<InstalledCheckpoint>> {
+      OperationBudget budget;
+      CheckpointOptions opt;
+      opt.segmentTargetBytes = target;
+      auto r = co_await installCheckpoint(*f.journal, failing, f.ns, std::nullopt,
+                                          f.journal->endSequence(), f.limits, budget, opt);
+      bytesHeld = f.limits.bytes.inUse();
+      requestsHeld = f.limits.requests.inUse();
+      co_return r;
+    };
+    auto c = runToCompletion(f.context, attempt());
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().message.find("Operation not permitted") != std::string::npos);
+    // Nothing of the checkpoint held a permit once it had returned.
+    CHECK(bytesHeld == 0);
+    CHECK(requestsHeld == 0);
+
+    // The same for a verification whose fetch of its last segment fails.
+    auto good = f.checkpoint(std::nullopt, target);
+    REQUIRE(good.ok());
+    REQUIRE(good->manifest.segments.size() >= static_cast<std::size_t>(segments));
+    int gets = 0;
+    const int lastGet = 1 + static_cast<int>(good->manifest.segments.size());  // + the manifest
+    InterceptStore failingGet(
+        *f.store,
+        [&](StoreOp op, const std::string&, ByteView,
+            const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
+          if (op == StoreOp::get && ++gets == lastGet) {
+            co_return StoreOutcome{StoreStatus::failure, "read: Input/output error"};
+          }
+          co_return std::nullopt;
+        });
+    bytesHeld = requestsHeld = 99;
+    auto verify = [&]() -> asio::awaitable<Res<VerifiedGraph>> {
+      OperationBudget budget;
+      VerifyOptions opt;
+      opt.deep = true;
+      auto r = co_await verifyManifestGraph(failingGet, f.ns, good->manifestSha256,
+                                            good->manifestBytes.size(), f.journal.get(), f.limits,
+                                            budget, opt);
+      bytesHeld = f.limits.bytes.inUse();
+      requestsHeld = f.limits.requests.inUse();
+      co_return r;
+    };
+    auto v = runToCompletion(f.context, verify());
+    REQUIRE_FALSE(v.ok());
+    CHECK(bytesHeld == 0);
+    CHECK(requestsHeld == 0);
+  }
 }

@@ -485,21 +485,20 @@ TEST_CASE("journal: a torn last frame is cut on open", "[journal]") {
     appendFrame(frame, 6, asBytes("unacknowledged"));
     appendRaw(f.file(), ByteView(frame).first(frame.size() - 3));
   }
-  SECTION("complete frame with a bad CRC") {
-    Bytes frame;
-    appendFrame(frame, 6, asBytes("unacknowledged"));
-    frame.back() ^= 1;
-    appendRaw(f.file(), frame);
-  }
   SECTION("a few bytes of a frame header") { appendRaw(f.file(), Bytes{0, 0}); }
-  SECTION("several frames of a batch, the middle one damaged") {
+  SECTION("a frame whose blocks were never written (zeros)") { appendRaw(f.file(), Bytes(700, 0)); }
+  SECTION("several frames of a batch, the middle one's block never written") {
     // Frame 6 of the unsynced batch survived whole: keeping it is allowed (it was never
     // acknowledged, and an unacknowledged record may or may not survive a crash).
     Bytes batch;
-    for (int s = 6; s <= 8; ++s) appendFrame(batch, s, asBytes("batch"));
-    batch[21 + 13] ^= 0xFF;  // inside frame 7's payload
+    for (int s = 6; s <= 8; ++s) appendFrame(batch, s, Bytes(600, 'b'));
+    const std::uint64_t base = good.size();
+    const std::uint64_t frame7 = base + 616;
+    const std::uint64_t hole = (frame7 + 511) / 512 * 512;  // a sector inside frame 7
+    std::fill(batch.begin() + static_cast<std::ptrdiff_t>(hole - base),
+              batch.begin() + static_cast<std::ptrdiff_t>(hole - base + 512), 0);
     appendRaw(f.file(), batch);
-    good.insert(good.end(), batch.begin(), batch.begin() + 21);
+    good.insert(good.end(), batch.begin(), batch.begin() + 616);
     expectedEnd = 6;
   }
   auto reopened = f.open();
@@ -510,12 +509,39 @@ TEST_CASE("journal: a torn last frame is cut on open", "[journal]") {
   CHECK(f.append(**reopened, "next") == expectedEnd + 1);
 }
 
+TEST_CASE("journal: a complete last frame with a wrong CRC is damage, not a torn tail",
+          "[journal]") {
+  // A crash leaves bytes unwritten (zeros) or a write cut short; it does not flip bits.
+  Fixture f;
+  auto j = f.create();
+  for (int i = 1; i <= 5; ++i) f.append(*j, "r" + std::to_string(i));
+  j.reset();
+  SECTION("a new frame") {
+    Bytes frame;
+    appendFrame(frame, 6, asBytes("unacknowledged"));
+    frame.back() ^= 1;
+    appendRaw(f.file(), frame);
+  }
+  SECTION("a flipped byte in the middle one of three") {
+    Bytes batch;
+    for (int s = 6; s <= 8; ++s) appendFrame(batch, s, asBytes("batch"));
+    batch[21 + 13] ^= 0xFF;  // inside frame 7's payload
+    appendRaw(f.file(), batch);
+  }
+  Bytes before = readWholeFile(f.file());
+  auto reopened = f.open();
+  REQUIRE_FALSE(reopened.ok());
+  CHECK(reopened.error().code == Errc::format);
+  CHECK_THAT(reopened.error().message, Catch::Contains("nothing was cut"));
+  CHECK(readWholeFile(f.file()) == before);
+}
+
 TEST_CASE("journal: damage before the tail is an error that names the offset", "[journal]") {
   Fixture f;
   auto j = f.create();
   std::string mib(1 << 20, 'z');
   f.append(*j, "first");
-  for (int i = 0; i < 22; ++i) f.append(*j, mib);  // > kMaxUnsyncedBytes after record 1
+  for (int i = 0; i < 22; ++i) f.append(*j, mib);  // > kMaxTornTailBytes after record 1
   std::uint64_t firstFrame = j->offsetAfter(0);
   j.reset();
   Bytes file = readWholeFile(f.file());

@@ -66,7 +66,7 @@ struct World {
 
   explicit World(std::optional<std::string> s3Url) {
     url = s3Url ? *s3Url : (tmp.path() / "store").string();
-    auto opened = openStore(uring, context.get_executor(), url);
+    auto opened = openStore(uring, context.get_executor(), url, StoreCreation::createIfMissing);
     REQUIRE(opened.ok());
     inner = std::move(*opened);
     wrap();
@@ -628,9 +628,11 @@ void vacuumWhileTheHeadMoves(const std::optional<std::string>& s3Url) {
     // reachability protects the new head's objects.
     options.now = [] { return unixSecondsNow() + 100; };
     options.graceSeconds = 50;
+    options.publisherReuseMaxAge = std::chrono::seconds(25);  // this test's publisher: 25 s
     w.append(db, 200, "during vacuum");
     PublishOptions po;
     po.checkpoint.segmentTargetBytes = 4096;
+    po.checkpoint.reuseMaxAge = options.publisherReuseMaxAge;
     Publisher publisher(w.uring, *db.journal, *w.inner, db.dir, w.state(db), w.limits, po);
     std::optional<Head> moved;
     InterceptStore racing(*w.inner,

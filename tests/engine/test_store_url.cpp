@@ -55,3 +55,41 @@ TEST_CASE("store URLs: s3 with endpoint, region, dialect and root", "[store][url
     CHECK_FALSE(parseStoreUrl(std::string("s3://bkt?endpoint=http://h&timeout_ms=") + bad).ok());
   }
 }
+
+// Issue 22, defect 9: `&region=us-east-1%0d%0aX-Injected:%201` was percent-decoded into the
+// Authorization header, and the server received an extra header line; a repeated parameter
+// silently won over the first.
+TEST_CASE("store URL: parameters are validated, never injected, never given twice", "[store]") {
+  const std::string base = "s3://bkt?endpoint=http://127.0.0.1:7480";
+  for (const char* bad :
+       {"&region=us-east-1%0d%0aX-Injected:%201", "&region=us%0a", "&region=us%00east",
+        "&region=us%7f", "&region=us%20east", "&region=us/east", "&region=",
+        "&region=" /* 65 */
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "&ca=/etc/ssl/x%0d%0a", "&dialect=rgw%0a", "&addressing=path%0d", "&timeout_ms=1000%0a",
+        "&region=us-east-1&region=eu-west-1", "&dialect=rgw&dialect=aws",
+        "&timeout_ms=1000&timeout_ms=2000"}) {
+    INFO(bad);
+    auto u = parseStoreUrl(base + bad);
+    REQUIRE_FALSE(u.ok());
+    // The message never carries the raw control characters either.
+    for (char c : u.error()) CHECK(static_cast<unsigned char>(c) >= 0x20);
+  }
+  CHECK_THAT(parseStoreUrl(base + "&region=a&region=b").error(), Catch::Contains("twice"));
+  CHECK_FALSE(parseStoreUrl("s3://bkt?endpoint=http://127.0.0.1:7480&endpoint=http://h").ok());
+  // The endpoint's host goes into the Host header: nothing but a host.
+  for (const char* bad : {"http://h%0d%0aX-Injected:1", "http://h%0a", "http://h%20x",
+                          "http://h:80%0a", "http://[::1%0a]:80", "http://h\"x", "http://h,x"}) {
+    INFO(bad);
+    CHECK_FALSE(parseStoreUrl(std::string("s3://bkt?endpoint=") + bad).ok());
+  }
+  for (const char* good : {"http://127.0.0.1:7480", "https://s3.eu-west-1.amazonaws.com",
+                           "http://[::1]:9000", "http://minio_1:9000"}) {
+    INFO(good);
+    CHECK(parseStoreUrl(std::string("s3://bkt?endpoint=") + good).ok());
+  }
+  for (const char* region : {"us-east-1", "auto", "garage", "de_fra_1"}) {
+    INFO(region);
+    CHECK(parseStoreUrl(base + "&region=" + region).ok());
+  }
+}

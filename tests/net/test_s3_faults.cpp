@@ -11,6 +11,7 @@
 
 #include "engine/store/s3_store.hpp"
 #include "engine/store/store_url.hpp"
+#include "engine/store_errors.hpp"
 #include "net/http_client.hpp"
 #include "net/s3_client.hpp"
 #include "net/s3_dialect.hpp"
@@ -179,6 +180,24 @@ TEST_CASE("S3 config is validated without quoting secrets", "[net][s3fake]") {
   c.payloadSigning = PayloadSigning::sha256;
   CHECK(S3Client::create(io.get_executor(), c).ok());
   CHECK_THROWS_AS(S3Client(io.get_executor(), S3Config{}), std::invalid_argument);
+  // Nothing that reaches a header can end its line (issue 22, defect 9): the region (in the
+  // Authorization header's scope), the host, the credentials and the session token.
+  for (const char* region : {"us-east-1\r\nX-Injected: 1", "us\n", "", "us east"}) {
+    S3Config r = c;
+    r.region = region;
+    CHECK_FALSE(S3Client::create(io.get_executor(), r).ok());
+  }
+  for (const char* token : {"tok\r\nX: 1", "tok en", "tok\x7f"}) {
+    S3Config t = c;
+    t.sessionToken = token;
+    CHECK_FALSE(S3Client::create(io.get_executor(), t).ok());
+    t = c;
+    t.accessKey = token;
+    CHECK_FALSE(S3Client::create(io.get_executor(), t).ok());
+  }
+  S3Config host = c;
+  host.endpoint = "http://h\r\nX-Injected: 1";
+  CHECK_FALSE(S3Client::create(io.get_executor(), host).ok());
 
   CHECK(parseEndpoint("http://[::1]:8080/").value().hostHeader() == "[::1]:8080");
   CHECK(parseEndpoint("https://h").value().hostHeader() == "h");
@@ -773,11 +792,80 @@ TEST_CASE("Condition probe against in-memory stores", "[net][s3fake]") {
     auto report = rig.run(probeConditions(rig.client, "scratch/"));
     INFO(report.summary());
     CHECK_FALSE(report.enforced);
-    int failed = 0;
-    for (const auto& c : report.checks) failed += c.passed ? 0 : 1;
+    CHECK(report.verdict == ProbeVerdict::notEnforced);
+    int failed = 0, violations = 0;
+    for (const auto& c : report.checks) {
+      failed += c.passed ? 0 : 1;
+      violations += c.violation ? 1 : 0;
+    }
     CHECK(failed >= 3);
+    CHECK(violations >= 3);
     CHECK(report.cleanedUp);
   }
+}
+
+// Issue 22, defect 10: when every probe request failed (refused, 403, 400, a timeout), the
+// probe said "NOT enforced". Only a write the store accepted although it had to refuse it
+// proves that; anything else leaves the question open.
+TEST_CASE("Condition probe: failures and silence are undetermined, never \"not enforced\"",
+          "[net][s3fake]") {
+  for (int status : {403, 400, 500, 503}) {
+    INFO("every request answered " << status);
+    Rig rig([&](const FakeRequest&) { return FakeReply{s3Error(status, "Denied")}; });
+    auto report = rig.run(probeConditions(rig.client, "scratch/"));
+    INFO(report.summary());
+    CHECK(report.verdict == ProbeVerdict::undetermined);
+    CHECK_FALSE(report.enforced);
+    for (const auto& c : report.checks) CHECK_FALSE(c.violation);
+    CHECK(report.verdictLine().find("could not be determined") != std::string::npos);
+    CHECK(report.verdictLine().find(std::to_string(status)) != std::string::npos);
+  }
+  SECTION("a store whose If-Match takes neither form: no dialect, but nothing proven") {
+    FakeS3 s3;
+    Rig rig([&](const FakeRequest& r) {
+      if (r.method == "PUT" && r.header("If-Match")) return FakeReply{s3Error(400, "Bad")};
+      return s3(r);
+    });
+    auto report = rig.run(probeConditions(rig.client, "scratch/"));
+    INFO(report.summary());
+    CHECK(report.verdict == ProbeVerdict::undetermined);
+  }
+  SECTION("a store that accepts one If-None-Match on a present key is not enforced") {
+    FakeS3 s3;
+    int ifNoneMatch = 0;
+    Rig rig([&](const FakeRequest& r) {
+      if (r.method == "PUT" && r.header("If-None-Match") && ++ifNoneMatch == 2) {
+        return FakeReply{httpResponse(200, {{"ETag", FakeS3::etagOf(r.body)}})};
+      }
+      return s3(r);
+    });
+    auto report = rig.run(probeConditions(rig.client, "scratch/"));
+    CHECK(report.verdict == ProbeVerdict::notEnforced);
+  }
+}
+
+TEST_CASE("S3 store: a probe that cannot reach the store is undetermined, and refuses to publish",
+          "[net][s3fake][store]") {
+  asio::io_context io;
+  ::setenv("AWS_ACCESS_KEY_ID", "AKIDFAKE", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", std::string(kSecret).c_str(), 1);
+  // A port nothing listens on: every request is refused.
+  std::uint16_t port = 0;
+  {
+    asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
+    port = a.local_endpoint().port();
+  }
+  auto url = parseStoreUrl("s3://bkt?endpoint=http://127.0.0.1:" + std::to_string(port) +
+                           "&timeout_ms=500");
+  REQUIRE(url.ok());
+  auto store = S3Store::open(io.get_executor(), *url);
+  REQUIRE(store.ok());
+  auto conditions = runAsync(io, (*store)->requireConditionalWrites());
+  REQUIRE_FALSE(conditions.ok());
+  CHECK(conditions.error().status == StoreStatus::undetermined);
+  CHECK(conditions.error().message.find("could not be determined") != std::string::npos);
+  CHECK(conditions.error().message.find("NOT") == std::string::npos);
+  CHECK(storeError(conditions.error(), "k").error.code == Errc::undetermined);
 }
 
 TEST_CASE("S3 store: a store that ignores conditions is refused every time, never remembered",
@@ -796,7 +884,8 @@ TEST_CASE("S3 store: a store that ignores conditions is refused every time, neve
     INFO("attempt " << attempt);
     auto conditions = runAsync(io, (*store)->requireConditionalWrites());
     REQUIRE(!conditions.ok());
-    CHECK(conditions.error().message.find("does not enforce") != std::string::npos);
+    CHECK(conditions.error().status == StoreStatus::failure);
+    CHECK(conditions.error().message.find("NOT enforced") != std::string::npos);
     int before = server.stats().requests;
     auto cas = runAsync(io, (*store)->putIfMatch("k", asBytes(std::string("x")), "\"e\""));
     REQUIRE(!cas.ok());  // refused before any If-Match reaches the store
