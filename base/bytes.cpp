@@ -118,4 +118,43 @@ std::string escapeForDisplay(std::string_view text) {
   return out;
 }
 
+std::size_t utf8SequenceAt(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  const std::size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+  if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  }
+  if ((c == 0xE0 && b(i + 1) < 0xA0) || (c == 0xED && b(i + 1) >= 0xA0) ||
+      (c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90)) {
+    return 0;
+  }
+  return n;
+}
+
+std::string boundedDisplay(std::string_view text, std::size_t maxBytes, bool escapeBackslash) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t n = utf8SequenceAt(text, i);
+    std::string piece;
+    if (n == 1 && c >= 0x20 && c != 0x7f && (c != '\\' || !escapeBackslash)) {
+      piece = text.substr(i, 1);
+    } else if (n > 1) {
+      piece = text.substr(i, n);
+    } else if (c == '\\') {
+      piece = "\\\\";
+    } else {
+      piece = {'\\', 'x', kDigits[c >> 4], kDigits[c & 15]};
+    }
+    if (out.size() + piece.size() > maxBytes) return out + "...";
+    out += piece;
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
 }  // namespace cairn

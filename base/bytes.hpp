@@ -53,6 +53,15 @@ std::string toBase64(ByteView bytes);
 // stays, every other byte becomes \xHH (and a backslash \\), so no control character,
 // escape sequence or invalid UTF-8 reaches a terminal or a JSON string.
 std::string escapeForDisplay(std::string_view text);
+// The length of the valid UTF-8 sequence that starts at text[at] (1 for ASCII; no overlong
+// forms, surrogates or code points above U+10FFFF), or 0 if none starts there.
+std::size_t utf8SequenceAt(std::string_view text, std::size_t at);
+// Text from a server made safe to print and bounded: valid UTF-8 characters stay (so a
+// message in any language reads as written), control characters and invalid bytes become
+// \xHH, and the result is cut between characters at `maxBytes`, "..." marking a cut.
+// With `escapeBackslash` false, a backslash stays as it is (for text already escaped once).
+std::string boundedDisplay(std::string_view text, std::size_t maxBytes,
+                           bool escapeBackslash = true);
 // Canonical input only: padding present, pad bits zero, no whitespace.
 std::optional<Bytes> fromBase64(std::string_view text);
 

@@ -61,10 +61,17 @@ struct NamespaceUsage {
 };
 
 // Calls `each` for every object under `prefix`, page by page (one request per page, reserved
-// from the budget), in key order.
-boost::asio::awaitable<Res<void>> forEachObject(ObjectStore& store, const std::string& prefix,
-                                                OperationBudget& budget,
-                                                const std::function<void(const ObjectInfo&)>& each);
+// from the budget), in key order; a failure of `each` ends the walk. A listing that does not
+// advance (the same continuation again, a key not after the one before, an empty page that
+// is not the last) is an error: a store that answers "truncated" forever cannot turn the
+// request budget into an endless walk.
+boost::asio::awaitable<Res<void>> forEachObject(
+    ObjectStore& store, const std::string& prefix, OperationBudget& budget,
+    const std::function<Res<void>(const ObjectInfo&)>& each);
+
+// The most objects an operation holds in memory from one listing (vacuum's listing, `store
+// ls --json`): about 200 MB at that count. A namespace with more is refused, not half done.
+inline constexpr std::uint64_t kMaxListedObjects = 1'000'000;
 
 // Every object under the namespace's prefix, as reachable (retainedGraph) or not.
 boost::asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uuid& ns,

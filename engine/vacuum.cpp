@@ -174,8 +174,16 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
     // The listing comes first, the walk after it: whatever a head selected before the walk
     // is reachable, and whatever was written after the listing is not in it.
     std::vector<ObjectInfo> listing;
-    auto listed = co_await forEachObject(store, prefix, budget,
-                                         [&](const ObjectInfo& o) { listing.push_back(o); });
+    auto listed =
+        co_await forEachObject(store, prefix, budget, [&](const ObjectInfo& o) -> Res<void> {
+          if (listing.size() >= kMaxListedObjects) {
+            return err(Errc::budget, "more than " + std::to_string(kMaxListedObjects) +
+                                         " objects under " + prefix +
+                                         ": vacuum holds at most that many; nothing was deleted");
+          }
+          listing.push_back(o);
+          return {};
+        });
     if (!listed) co_return Failure<Error>{listed.error()};
     auto graph = co_await retainedGraph(store, ns, options.keepRevisions, budget);
     if (!graph) co_return Failure<Error>{graph.error()};

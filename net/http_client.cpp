@@ -156,7 +156,15 @@ struct Attempt {
   bool transient = false;  // for errors: the cause may go away (not a certificate problem)
 };
 
+// The process's deadline (setProcessDeadline); set once, before any request, by the command
+// line's main thread.
+std::optional<Clock::time_point> processDeadline;
+
 }  // namespace
+
+void setProcessDeadline(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  processDeadline = deadline;
+}
 
 std::string Endpoint::hostHeader() const {
   const bool v6 = host.find(':') != std::string::npos;
@@ -283,21 +291,47 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
   asio::awaitable<HttpResult> run(Endpoint endpoint, HttpRequest request) {
     // The first attempt that reads a body takes the storage; a retry allocates anew.
     Bytes storage = std::move(request.responseStorage);
+    const Clock::time_point deadline = deadlineOf(request);
     for (unsigned attempt = 1;; ++attempt) {
-      Attempt a = co_await once(endpoint, request, storage);
+      if (Clock::now() >= deadline) {
+        co_return fail(makeError(HttpErrorKind::notSent,
+                                 request.method + " " + std::string(targetPath(request.target)) +
+                                     ": the time bound passed before it "
+                                     "was sent"));
+      }
+      Attempt a = co_await once(endpoint, request, storage, deadline);
       const unsigned attempts = request.maxAttempts != 0
                                     ? std::min(request.maxAttempts, options.maxAttempts)
                                     : options.maxAttempts;
-      if (attempt >= attempts || !worthRetrying(a, request.idempotent)) {
+      const auto pause = backoff(attempt);
+      if (attempt >= attempts || !worthRetrying(a, request.idempotent) ||
+          Clock::now() + pause >= deadline) {
         if (a.result.ok()) co_return std::move(a.result);
         HttpError error = std::move(a.result).error();
         error.attempts = attempt;
         co_return fail(std::move(error));
       }
       ++stats.retries;
-      asio::steady_timer timer(executor, backoff(attempt));
+      asio::steady_timer timer(executor, pause);
       co_await timer.async_wait(kNoThrow);
     }
+  }
+
+  // The earliest of the request's deadline and the process's; far away without either.
+  static Clock::time_point deadlineOf(const HttpRequest& request) {
+    Clock::time_point out = Clock::time_point::max();
+    if (request.deadline) out = std::min(out, *request.deadline);
+    if (processDeadline) out = std::min(out, *processDeadline);
+    return out;
+  }
+
+  // A timeout that ends by `deadline` at the latest.
+  static std::chrono::milliseconds within(std::chrono::milliseconds timeout,
+                                          Clock::time_point deadline) {
+    if (deadline == Clock::time_point::max()) return timeout;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    return std::clamp(left, std::chrono::milliseconds(1), timeout);
   }
 
   static bool worthRetrying(const Attempt& a, bool idempotent) {
@@ -329,16 +363,18 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
   // ---- one attempt ------------------------------------------------------------------------
 
   asio::awaitable<Attempt> once(const Endpoint& endpoint, const HttpRequest& request,
-                                Bytes& storage) {
+                                Bytes& storage, Clock::time_point deadline) {
     const std::string key = poolKey(endpoint);
     Attempt acquired{fail(HttpError{}), false};
-    std::unique_ptr<Connection> connection = co_await acquire(endpoint, key, acquired);
+    std::unique_ptr<Connection> connection = co_await acquire(endpoint, key, acquired, deadline);
     if (!connection) co_return acquired;
     Lease lease{shared_from_this(), key, std::move(connection)};
     // (No co_await inside ?: -- GCC 12 destroys such temporaries twice.)
     Connection& c = *lease.connection;
-    if (c.tls) co_return co_await exchange(*c.tls, c, endpoint, request, storage, lease.reusable);
-    co_return co_await exchange(*c.tcp, c, endpoint, request, storage, lease.reusable);
+    if (c.tls) {
+      co_return co_await exchange(*c.tls, c, endpoint, request, storage, lease.reusable, deadline);
+    }
+    co_return co_await exchange(*c.tcp, c, endpoint, request, storage, lease.reusable, deadline);
   }
 
   // Hands the connection back when the attempt ends, however it ends.
@@ -371,36 +407,57 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
   // Write the request, read the response; all under one deadline (requestTimeout).
   template <class Stream>
   asio::awaitable<Attempt> exchange(Stream& stream, Connection& c, const Endpoint& endpoint,
-                                    const HttpRequest& request, Bytes& storage, bool& reusable) {
+                                    const HttpRequest& request, Bytes& storage, bool& reusable,
+                                    Clock::time_point deadline) {
     const std::string what = request.method + " " + std::string(targetPath(request.target));
     auto outgoing = message(endpoint, request);
-    c.lowest().expires_after(request.timeout.count() > 0
-                                 ? std::min(request.timeout, options.requestTimeout)
-                                 : options.requestTimeout);
+    c.lowest().expires_after(within(request.timeout.count() > 0
+                                        ? std::min(request.timeout, options.requestTimeout)
+                                        : options.requestTimeout,
+                                    deadline));
     ++stats.requestsSent;
     auto [writeError, written] = co_await http::async_write(stream, outgoing, kNoThrow);
     (void)written;
 
     // Even when the write failed the server may have answered early (e.g. refused the
-    // request before reading its body): a complete response still counts.
-    Parser parser;
-    storage.clear();
-    parser.get().body() = std::exchange(storage, Bytes{});
-    parser.header_limit(static_cast<std::uint32_t>(kMaxResponseHeaderBytes));
-    // The status decides the body limit but is known only after the header: accept the
-    // larger limit while parsing it, then check the declared length against the right one
-    // before any body byte is parsed (the body is allocated only then).
-    parser.body_limit(std::max(request.maxResponseBody, request.maxErrorBody));
-    if (request.method == "HEAD") parser.skip(true);
-    auto [headerError, headerBytes] =
-        co_await http::async_read_header(stream, c.buffer, parser, kNoThrow);
-    (void)headerBytes;
-    if (headerError == http::error::body_limit) co_return tooLarge(parser, what);
-    if (headerError) {
-      const auto& cause = writeError ? writeError : headerError;
-      co_return uncertain(what + ": no complete response (" +
-                          (writeError ? "sending: " : "reading: ") + describe(cause) + ")");
+    // request before reading its body): a complete response still counts. Interim (1xx)
+    // responses come before the final one and are skipped (RFC 9110 §15.2); 101 would switch
+    // protocols, which no S3 request asks for: no answer.
+    std::optional<Parser> reading;
+    for (unsigned interim = 0;; ++interim) {
+      reading.emplace();
+      Parser& parser = *reading;
+      storage.clear();
+      parser.get().body() = std::exchange(storage, Bytes{});
+      parser.header_limit(static_cast<std::uint32_t>(kMaxResponseHeaderBytes));
+      // The status decides the body limit but is known only after the header: accept the
+      // larger limit while parsing it, then check the declared length against the right one
+      // before any body byte is parsed (the body is allocated only then).
+      parser.body_limit(std::max(request.maxResponseBody, request.maxErrorBody));
+      if (request.method == "HEAD") parser.skip(true);
+      auto [headerError, headerBytes] =
+          co_await http::async_read_header(stream, c.buffer, parser, kNoThrow);
+      if (headerError == http::error::body_limit) co_return tooLarge(parser, what);
+      if (headerError) {
+        const auto& cause = writeError ? writeError : headerError;
+        co_return uncertain(what + ": no complete response (" +
+                            (writeError ? "sending: " : "reading: ") + describe(cause) + ")");
+      }
+      // Beast bounds the bytes it holds unparsed, not the header's total: bound that here.
+      if (headerBytes > kMaxResponseHeaderBytes) {
+        co_return uncertain(what + ": the response header is over " +
+                            std::to_string(kMaxResponseHeaderBytes) + " bytes");
+      }
+      const unsigned status = parser.get().result_int();
+      if (status / 100 != 1) break;
+      if (status == 101) co_return uncertain(what + ": HTTP 101, a switch of protocols");
+      if (interim + 1 >= kMaxInterimResponses) {
+        co_return uncertain(what + ": more than " + std::to_string(kMaxInterimResponses) +
+                            " interim responses");
+      }
+      storage = std::move(parser.get().body());
     }
+    Parser& parser = *reading;
     const bool success = parser.get().result_int() / 100 == 2;
     const std::size_t limit = success ? request.maxResponseBody : request.maxErrorBody;
     if (!parser.is_done() && parser.content_length().value_or(0) > limit) {
@@ -446,12 +503,13 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
   // An idle connection, a new one, or one handed over by a releaser. On failure returns null
   // and fills `failed`.
   asio::awaitable<std::unique_ptr<Connection>> acquire(const Endpoint& endpoint,
-                                                       const std::string& key, Attempt& failed) {
+                                                       const std::string& key, Attempt& failed,
+                                                       Clock::time_point deadline) {
     Pool& pool = pools[key];
     if (auto idle = takeIdle(pool)) co_return idle;
     if (pool.open < options.maxConnectionsPerEndpoint) {
       openSlot(pool);
-      co_return co_await connect(endpoint, key, failed);
+      co_return co_await connect(endpoint, key, failed, deadline);
     }
     if (pool.waiters.size() >= kMaxWaitersPerEndpoint) {
       failed = Attempt{fail(makeError(HttpErrorKind::notSent,
@@ -460,7 +518,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
       co_return nullptr;
     }
     Waiter waiter(executor);
-    waiter.timer.expires_after(options.poolWaitTimeout);
+    waiter.timer.expires_after(within(options.poolWaitTimeout, deadline));
     pool.waiters.push_back(&waiter);
     WaiterGuard guard{this, key, &waiter};
     co_await waiter.timer.async_wait(kNoThrow);
@@ -468,7 +526,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     if (waiter.connection) co_return std::move(waiter.connection);
     if (waiter.slot) {
       waiter.slot = false;
-      co_return co_await connect(endpoint, key, failed);
+      co_return co_await connect(endpoint, key, failed, deadline);
     }
     failed = Attempt{fail(makeError(HttpErrorKind::notSent,
                                     "no free connection to " + endpoint.url() + " within " +
@@ -553,7 +611,8 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
 
   // Runs in a slot already counted as open; gives the slot back on failure.
   asio::awaitable<std::unique_ptr<Connection>> connect(const Endpoint& endpoint,
-                                                       const std::string& key, Attempt& failed) {
+                                                       const std::string& key, Attempt& failed,
+                                                       Clock::time_point until) {
     struct SlotGuard {
       Impl* impl;
       const std::string& key;
@@ -567,7 +626,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
       failed = Attempt{fail(makeError(HttpErrorKind::notSent, std::move(message))), transient};
       return std::unique_ptr<Connection>();
     };
-    const auto deadline = Clock::now() + options.connectTimeout;
+    const auto deadline = Clock::now() + within(options.connectTimeout, until);
     auto resolver = std::make_shared<tcp::resolver>(executor);
     asio::steady_timer resolveTimer(executor, deadline);
     resolveTimer.async_wait([resolver](error_code ec) {

@@ -8,8 +8,11 @@
 // Outcomes. A response with any status is a success of this layer. Errors say how far the
 // request got:
 // - notSent: nothing reached the server (resolve, connect, TLS handshake, pool wait);
-// - uncertain: the request was, or may have been, sent, but no complete response was read
-//   (timeout, reset, EOF, truncated or unparsable response) -- the server may have acted on it;
+// - uncertain: the request was, or may have been, sent, but no complete final response was
+//   read (timeout, reset, EOF, truncated or unparsable response, a header over
+//   kMaxResponseHeaderBytes, 101 or too many interim responses) -- the server may have acted
+//   on it. Interim 1xx responses are skipped; a connection is reused only after a complete
+//   final response;
 // - bodyTooLarge: the response declared, or grew, a body larger than the caller allows; it
 //   was refused before being buffered (the status of that response is kept).
 //
@@ -79,7 +82,16 @@ struct HttpRequest {
   // of each attempt's exchange.
   unsigned maxAttempts = 0;
   std::chrono::milliseconds timeout{0};
+  // When the whole request, every attempt and backoff included, must be over: no attempt
+  // starts after it, and each attempt's pool wait, connect and exchange end by it. (The
+  // process's deadline, setProcessDeadline, applies too.)
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
+
+// A bound on every request of this process: the command line's --timeout, so a command ends
+// by a time it documents, whatever the server does (accepts and never answers, trickles).
+// Unset by default: an embedder's requests are bounded by their per-attempt timeouts.
+void setProcessDeadline(std::optional<std::chrono::steady_clock::time_point> deadline);
 
 struct HttpResponse {
   int status = 0;
@@ -108,6 +120,8 @@ inline constexpr unsigned kMaxAttemptsLimit = 10;
 inline constexpr std::chrono::milliseconds kDefaultBackoffBase{50};
 inline constexpr std::chrono::milliseconds kDefaultBackoffCap{2000};
 inline constexpr std::size_t kMaxResponseHeaderBytes = 64 * 1024;
+// Interim (1xx) responses skipped before the final one of a request.
+inline constexpr unsigned kMaxInterimResponses = 8;
 inline constexpr std::size_t kMaxWaitersPerEndpoint = 4096;
 inline constexpr std::size_t kMaxConnectionsPerEndpointLimit = 1024;
 

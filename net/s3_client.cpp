@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
+#include <functional>
 #include <pugixml.hpp>
 #include <stdexcept>
 #include <utility>
@@ -30,16 +31,35 @@ bool parseUnsigned(std::string_view text, std::uint64_t& out) {
 
 bool isEtagChar(unsigned char c) { return c == 0x21 || (c >= 0x23 && c <= 0x7E) || c >= 0x80; }
 
-std::string bounded(std::string_view text, std::size_t limit) {
-  if (text.size() <= limit) return std::string(text);
-  return std::string(text.substr(0, limit)) + "...";
-}
+// A secret's fragment this long (or longer) is redacted wherever it appears: a server that
+// echoes part of a token (cut to fit its own message) must not print that part.
+constexpr std::size_t kSecretFragmentBytes = 8;
 
-void replaceAll(std::string& text, std::string_view secret) {
+// Replaces every run of `text` that holds a kSecretFragmentBytes-long piece of `secret` (or
+// all of a shorter secret) with "[redacted]".
+void redactFragments(std::string& text, std::string_view secret) {
   if (secret.empty()) return;
-  for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
-    text.replace(at, secret.size(), "[redacted]");
+  const std::size_t k = std::min(kSecretFragmentBytes, secret.size());
+  std::vector<bool> covered(text.size(), false);
+  bool any = false;
+  for (std::size_t at = 0; at + k <= text.size(); ++at) {
+    // Only where a piece of the secret starts: the secret is short, the text bounded.
+    if (secret.find(std::string_view(text).substr(at, k)) == std::string_view::npos) continue;
+    std::fill(covered.begin() + static_cast<std::ptrdiff_t>(at),
+              covered.begin() + static_cast<std::ptrdiff_t>(at + k), true);
+    any = true;
   }
+  if (!any) return;
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (!covered[i]) {
+      out += text[i++];
+      continue;
+    }
+    out += "[redacted]";
+    while (i < text.size() && covered[i]) ++i;
+  }
+  text = std::move(out);
 }
 
 }  // namespace
@@ -120,8 +140,9 @@ void parseErrorBody(const Bytes& body, std::string& code, std::string& message) 
     return;
   }
   const auto error = doc.child("Error");
-  code = bounded(error.child_value("Code"), kMaxCodeBytes);
-  message = bounded(error.child_value("Message"), kMaxOutcomeMessageBytes);
+  // Whole, as the server sent them: redaction comes before any cut (S3Client::Impl::outcome).
+  code = error.child_value("Code");
+  message = error.child_value("Message");
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
@@ -283,22 +304,26 @@ struct S3Client::Impl {
     request.idempotent = idempotent;
     request.maxAttempts = maxAttempts;
     request.timeout = timeout;
+    request.deadline = config.deadline;
     if (responseStorage != nullptr) request.responseStorage = std::move(*responseStorage);
     co_return co_await http.request(endpoint, std::move(request));
   }
 
-  std::string redact(std::string text) const {
-    replaceAll(text, config.secretKey);
-    replaceAll(text, config.sessionToken);
-    return text;
+  // Text that may hold what a server sent, made safe to print: every fragment of the secret
+  // key and the session token redacted first, then control characters and invalid UTF-8
+  // escaped, then cut between characters at `limit`.
+  std::string untrusted(std::string text, std::size_t limit) const {
+    redactFragments(text, config.secretKey);
+    redactFragments(text, config.sessionToken);
+    return boundedDisplay(text, limit);
   }
 
   S3Outcome outcome(S3Status status, int httpStatus, std::string code, std::string message) const {
     S3Outcome o;
     o.status = status;
     o.http = httpStatus;
-    o.code = redact(std::move(code));
-    o.message = redact(bounded(message, kMaxOutcomeMessageBytes));
+    o.code = untrusted(std::move(code), kMaxCodeBytes);
+    o.message = untrusted(std::move(message), kMaxOutcomeMessageBytes);
     return o;
   }
 
@@ -311,8 +336,12 @@ struct S3Client::Impl {
                                   (e.attempts == 1 ? " attempt)" : " attempts)");
       switch (e.kind) {
         case HttpErrorKind::notSent:
-        case HttpErrorKind::bodyTooLarge:
           return outcome(S3Status::failure, e.status, {}, message);
+        case HttpErrorKind::bodyTooLarge:
+          // A write whose answer cannot be read whole may have been applied: unknown. (The
+          // body was not buffered past the bound either way.)
+          return outcome(mutates(op) ? S3Status::uncertain : S3Status::failure, e.status, {},
+                         message);
         case HttpErrorKind::uncertain:
           // A read that got no answer changed nothing: it simply failed.
           return outcome(mutates(op) ? S3Status::uncertain : S3Status::failure, 0, {}, message);
@@ -563,7 +592,8 @@ namespace {
 
 // Parses one ListObjectsV2 page; keys must carry the root prefix, which is removed.
 std::optional<std::string> parseListPage(const Bytes& body, const std::string& rootPrefix,
-                                         int maxKeys, S3List& list) {
+                                         int maxKeys, S3List& list,
+                                         const std::function<std::string(std::string)>& untrusted) {
   pugi::xml_document doc;
   if (!doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8)) {
     return "malformed XML";
@@ -580,7 +610,10 @@ std::optional<std::string> parseListPage(const Bytes& body, const std::string& r
     if (key.size() == rootPrefix.size()) continue;  // a "directory" marker: not addressable
     entry.key = key.substr(rootPrefix.size());
     if (!parseUnsigned(contents.child_value("Size"), entry.size)) return "bad Size";
-    entry.etag = bounded(contents.child_value("ETag"), kMaxEtagBytes);
+    // Only informational here (nothing is decided on a listing's ETag): kept if strong, and
+    // like every server string made safe to print.
+    const std::string etag = contents.child_value("ETag");
+    entry.etag = isStrongEtag(etag) ? untrusted(etag) : std::string();
     auto modified = parseIsoTimestamp(contents.child_value("LastModified"));
     if (!modified) return "bad LastModified";
     entry.modifiedUnixSeconds = *modified;
@@ -615,7 +648,11 @@ boost::asio::awaitable<S3List> S3Client::list(std::string prefix, std::string co
                                     std::string(kEmptyPayloadSha256), kMaxListBodyBytes, true);
   list.outcome = impl->classify(result, Op::list, what);
   if (!list.outcome.ok()) co_return list;
-  if (auto problem = parseListPage(result.value().body, impl->config.rootPrefix, maxKeys, list)) {
+  auto untrusted = [&](std::string text) {
+    return impl->untrusted(std::move(text), kMaxEtagBytes);
+  };
+  if (auto problem =
+          parseListPage(result.value().body, impl->config.rootPrefix, maxKeys, list, untrusted)) {
     list.entries.clear();
     list.continuation.clear();
     list.outcome = impl->malformed(result.value().status, what, *problem);

@@ -115,6 +115,9 @@ struct S3Config {
   unsigned maxAttempts = kDefaultMaxAttempts;
   S3Dialect dialect = S3Dialect::aws;
   PayloadSigning payloadSigning = PayloadSigning::sha256;
+  // Every request of this client is over by then (HttpRequest::deadline): the probe bounds
+  // itself this way.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 inline constexpr std::size_t kMaxKeyBytes = 1024;   // S3's limit, root prefix included

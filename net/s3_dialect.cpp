@@ -303,7 +303,12 @@ class Probe {
 
 boost::asio::awaitable<ProbeReport> probeConditions(S3Client& client,
                                                     std::string scratchKeyPrefix) {
-  Probe probe(client, std::move(scratchKeyPrefix));
+  // A client of its own, whose requests all end within the probe's time limit.
+  S3Config bounded = client.config();
+  const auto limit = std::chrono::steady_clock::now() + kProbeTimeLimit;
+  bounded.deadline = bounded.deadline ? std::min(*bounded.deadline, limit) : limit;
+  S3Client own(client.executor(), bounded);
+  Probe probe(own, std::move(scratchKeyPrefix));
   co_return co_await probe.run();
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,8 +65,10 @@ struct ProbeReport {
 //   picks the dialect), with a stale ETag or on an absent key it never succeeds;
 // - racing conditional writers (If-None-Match: * on a new key, If-Match on one observed ETag)
 //   produce exactly one success, and the stored content is the winner's;
-// then deletes its keys. A store that ignores conditions comes out as not enforced. Run it
-// from a coroutine on the client's executor, before the client is shared.
+// then deletes its keys. A store that ignores conditions comes out as not enforced. Every
+// request of the probe is over within kProbeTimeLimit (a server that never answers leaves it
+// undetermined in that time). Run it from a coroutine on the client's executor.
+inline constexpr std::chrono::seconds kProbeTimeLimit{60};
 boost::asio::awaitable<ProbeReport> probeConditions(S3Client& client, std::string scratchKeyPrefix);
 
 }  // namespace cairn::net

@@ -263,6 +263,7 @@ void addCheckpointCommands(CLI::App& app, int& exitCode) {
                            "publishes no head)");
     addCommon(cmd, *opt);
     cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB");
+    addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpointObjects(u, *opt); });
     });
@@ -277,6 +278,7 @@ void addCheckpointCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--manifest-length", opt->manifestLength, "its length in bytes");
     cmd->add_flag("--deep", opt->deep,
                   "check every segment byte and compare the prefix with the journal");
+    addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runVerify(u, *opt); });
     });

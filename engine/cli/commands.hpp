@@ -79,6 +79,14 @@ struct LimitOptions {
 };
 void addLimitOptions(CLI::App* cmd, LimitOptions& o);
 
+// --timeout SECONDS: the bound on everything the command asks of the store, every request,
+// attempt and backoff inside it (net::setProcessDeadline; docs/stores.md, "Time bounds").
+// Commands of a bounded size (status, log, store, du, repair-head) default to
+// kDefaultCommandTimeout; those whose work grows with the data (checkpoint, verify, backup,
+// ...) to none (0), their every request still bounded by timeout_ms.
+inline constexpr double kDefaultCommandTimeout = 60;
+void addTimeoutOption(CLI::App* cmd, double defaultSeconds);
+
 void addHeadCommands(CLI::App& app, int& exitCode);
 void addJournalCommands(CLI::App& app, int& exitCode);
 void addStoreCommands(CLI::App& app, int& exitCode);

@@ -1,28 +1,13 @@
 #include "engine/cli/json.hpp"
 
 #include <cmath>
+
 #include <cstdio>
+#include "base/bytes.hpp"
 
 namespace cairn::cli {
 
 namespace {
-
-// The length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one.
-std::size_t utf8Sequence(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  std::size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-  if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  }
-  // No overlong forms, no surrogates, nothing above U+10FFFF.
-  if (c == 0xE0 && b(i + 1) < 0xA0) return 0;
-  if (c == 0xED && b(i + 1) >= 0xA0) return 0;
-  if (c == 0xF0 && b(i + 1) < 0x90) return 0;
-  if (c == 0xF4 && b(i + 1) >= 0x90) return 0;
-  return n;
-}
 
 bool printed = false;
 
@@ -45,7 +30,7 @@ std::string jsonString(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const std::size_t n = utf8Sequence(s, i);
+      const std::size_t n = utf8SequenceAt(s, i);
       if (n == 0) {
         out += "\xEF\xBF\xBD";  // U+FFFD
       } else {

@@ -9,12 +9,16 @@
 #include <iostream>
 #include <optional>
 
+#include "base/bytes.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 
 namespace cairn::cli {
 
 namespace {
+
+// The longest error line printed (a message is built from bounded parts; this bounds the sum).
+constexpr std::size_t kMaxReportBytes = 16 * 1024;
 
 // The last error reported: main() prints it as the JSON object of a --json command that
 // printed none.
@@ -87,8 +91,11 @@ void finishJson(CLI::App& app, int exitCode, const std::optional<Error>& fallbac
 
 int report(const Error& e) {
   lastError = e;
+  // One line, whatever the message holds (a server's text, a file name): control characters
+  // and invalid UTF-8 are escaped, and it is bounded.
+  const std::string line = boundedDisplay(e.message, kMaxReportBytes, /*escapeBackslash=*/false);
   std::fprintf(stderr, "cairn: %.*s: %s\n", static_cast<int>(errcName(e.code).size()),
-               errcName(e.code).data(), e.message.c_str());
+               errcName(e.code).data(), line.c_str());
   return exitCodeOf(e.code);
 }
 

@@ -318,6 +318,7 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--keep-revisions", opt->keepRevisions,
                     "heads retained, newest first (default 0: all)");
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addTimeoutOption(cmd, kDefaultCommandTimeout);
     cmd->callback(
         [&exitCode, opt] { exitCode = runAsync([opt](io::Uring& u) { return runDu(u, *opt); }); });
   }
@@ -335,6 +336,7 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
         ->check(CLI::Range(std::int64_t{0}, std::int64_t{3650} * 86400));
     cmd->add_flag("--apply", opt->apply, "delete (default: a dry run)");
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runVacuum(u, *opt); });
     });
@@ -347,6 +349,7 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
     cmd->add_option("--to", opt->to, "target store URL (either backend)")->required();
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runBackup(u, *opt); });
     });
@@ -362,6 +365,7 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
         ->required();
     cmd->add_flag("--force", opt->force, "replace even a healthy current head");
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addTimeoutOption(cmd, kDefaultCommandTimeout);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runRepair(u, *opt); });
     });

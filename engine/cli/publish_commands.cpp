@@ -194,13 +194,17 @@ void describeTails(const std::string& dir, const Journal& journal, JsonObject& o
 
 asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
   auto start = Clock::now();
+  // The local files first, under the directory's lock; the lock goes before the store is
+  // asked anything, so a store that never answers holds no database hostage.
   DatabaseOptions options;
-  options.openStore = !opt.offline;  // offline: no store, no credentials
-  options.journal.readOnly = true;   // status writes nothing (a torn tail is only reported)
+  options.openStore = false;        // opened below, once the lock is released
+  options.journal.readOnly = true;  // status writes nothing (a torn tail is only reported)
   auto db = co_await Database::open(uring, opt.dir, options);
   if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
   Journal& journal = (*db)->journal();
-  const PublisherState* state = (*db)->publisherState();
+  std::optional<PublisherState> stateCopy;
+  if ((*db)->publisherState()) stateCopy = *(*db)->publisherState();
+  const PublisherState* state = stateCopy ? &*stateCopy : nullptr;
   JsonObject out;
   out.add("ok", true)
       .add("lineage", toHex(journal.lineage()))
@@ -244,7 +248,14 @@ asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
     // What the store selects now, judged against the local state; reading only.
     if (!opt.offline) {
       std::string key = keys::currentHead(s.ns);
-      auto got = co_await (*db)->store()->get(key, limits::kHeadBytes);
+      db->reset();  // the lock is released: nothing below touches the directory
+      auto store = openStore(uring, co_await asio::this_coro::executor, s.storeUrl);
+      if (!store) {
+        co_return reportJson(opt.json,
+                             Error{Errc::usage, "store " + s.storeUrl + ": " + store.error()},
+                             secondsSince(start));
+      }
+      auto got = co_await (*store)->get(key, limits::kHeadBytes);
       std::string selected;
       if (!got && got.error().status == StoreStatus::missing) {
         selected = "missing";
@@ -651,6 +662,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     addReuseOption(cmd, opt->reuseMaxAge);
     addLimitOptions(cmd, opt->limits);
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpoint(u, *opt); });
     });
@@ -668,6 +680,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     addReuseOption(cmd, opt->reuseMaxAge);
     addLimitOptions(cmd, opt->limits);
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpoint(u, *opt); });
     });
@@ -681,6 +694,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("DIR", opt->dir, "database directory")->required();
     cmd->add_flag("--offline", opt->offline, "local files only: no store, no credentials");
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addTimeoutOption(cmd, kDefaultCommandTimeout);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runStatus(u, *opt); });
     });
@@ -692,6 +706,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
     cmd->add_option("--limit", opt->limit, "at most this many heads (0: all)");
     cmd->add_flag("--json", opt->json, "print one JSON object with an \"entries\" array");
+    addTimeoutOption(cmd, kDefaultCommandTimeout);
     cmd->callback(
         [&exitCode, opt] { exitCode = runAsync([opt](io::Uring& u) { return runLog(u, *opt); }); });
   }
@@ -708,6 +723,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_flag("--writable", opt->writable,
                   "also install the publisher state: this directory continues the namespace");
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runRecover(u, *opt); });
     });
@@ -732,6 +748,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_flag("--length-prefixed", opt->lengthPrefixed,
                   "records are a u32 big-endian length and the bytes (default: one per line)");
     cmd->add_flag("--json", opt->json, "print one JSON object at the end");
+    addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runIngest(u, *opt); });
     });

@@ -2,14 +2,38 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <memory>
 
+#include "engine/cli/commands.hpp"
 #include "io/uring.hpp"
+#include "net/http_client.hpp"
 
 namespace cairn::cli {
 
+namespace {
+// The command's --timeout (one command runs per process); 0: none.
+double commandTimeoutSeconds = 0;
+}  // namespace
+
+void addTimeoutOption(CLI::App* cmd, double defaultSeconds) {
+  cmd->add_option_function<double>(
+         "--timeout", [](double value) { commandTimeoutSeconds = value; },
+         "bound on all the command's store requests, in seconds (0: none; default " +
+             std::to_string(static_cast<int>(defaultSeconds)) + ")")
+      ->check(CLI::Range(0.0, 7.0 * 86400));
+  // The default applies when the option is not given (add_option_function runs only then).
+  cmd->preparse_callback([defaultSeconds](std::size_t) { commandTimeoutSeconds = defaultSeconds; });
+}
+
 int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body) {
+  if (commandTimeoutSeconds > 0) {
+    net::setProcessDeadline(std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(commandTimeoutSeconds)));
+  }
   boost::asio::io_context context(1);
   auto uring = io::Uring::create(context);
   if (!uring) {

@@ -16,6 +16,7 @@
 #include "engine/store/open_store.hpp"
 #include "engine/store/s3_store.hpp"
 #include "engine/store_errors.hpp"
+#include "engine/usage.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {
@@ -82,7 +83,7 @@ asio::awaitable<int> runPut(io::Uring& uring, const StoreOptions& opt) {
                   .add("etag", *put)
                   .add("bytes", std::uint64_t{body.size()}));
   } else {
-    std::cout << *put << "\n";
+    std::cout << escapeForDisplay(*put) << "\n";
   }
   co_return 0;
 }
@@ -105,34 +106,32 @@ asio::awaitable<int> runGet(io::Uring& uring, const StoreOptions& opt) {
   std::cout.write(reinterpret_cast<const char*>(got->bytes.data()),
                   static_cast<std::streamsize>(got->bytes.size()));
   std::cout.flush();
-  std::cerr << "etag " << got->etag << "\n";
+  std::cerr << "etag " << escapeForDisplay(got->etag) << "\n";
   co_return std::cout ? 0 : kExitFailed;
 }
 
 asio::awaitable<int> runList(io::Uring& uring, const StoreOptions& opt) {
   auto store = co_await open(uring, opt.url);
   if (!store) co_return report(store.error());
-  std::string continuation;
   std::string jsonItems;
   std::uint64_t count = 0;
-  // Bounded: at most this many pages (each up to 1,000 keys) per listing.
-  constexpr int kMaxPages = 100'000;
-  for (int page = 0; page < kMaxPages; ++page) {
-    auto listed = co_await (*store)->list(opt.prefix, continuation, kMaxListPage);
-    if (!listed) co_return storeFailure("list", opt.prefix, listed.error());
-    for (const auto& o : listed->objects) {
-      ++count;
-      if (opt.json) {
-        if (!jsonItems.empty()) jsonItems += ',';
-        jsonItems += JsonObject{}.add("key", o.key).add("size", o.size).add("etag", o.etag).str();
-      } else {
-        std::cout << o.size << "\t" << o.key << "\n";
-      }
+  // Text lines stream as the pages come; the one JSON object holds at most kMaxListedObjects.
+  OperationBudget budget;
+  auto listed = co_await forEachObject(**store, opt.prefix, budget, [&](const ObjectInfo& o) {
+    if (++count > kMaxListedObjects && opt.json) {
+      return Res<void>{err(Errc::budget, "more than " + std::to_string(kMaxListedObjects) +
+                                             " keys: too many for one JSON object (list a "
+                                             "narrower prefix, or without --json)")};
     }
-    continuation = listed->continuation;
-    if (continuation.empty()) break;
-  }
-  if (!continuation.empty()) co_return report(Error{Errc::store, "listing did not end"});
+    if (opt.json) {
+      if (!jsonItems.empty()) jsonItems += ',';
+      jsonItems += JsonObject{}.add("key", o.key).add("size", o.size).add("etag", o.etag).str();
+    } else {
+      std::cout << o.size << "\t" << o.key << "\n";
+    }
+    return Res<void>{};
+  });
+  if (!listed) co_return report(listed.error());
   if (opt.json) {
     printJson(
         JsonObject{}.add("ok", true).add("count", count).addRaw("objects", "[" + jsonItems + "]"));
@@ -219,6 +218,7 @@ void addStoreCommands(CLI::App& app, int& exitCode) {
         ->required();
     if (key) cmd->add_option("KEY", opt->key, "object key")->required();
     cmd->add_flag("--json", opt->json, "print JSON");
+    addTimeoutOption(cmd, kDefaultCommandTimeout);
     cmd->callback([&exitCode, opt, fn] {
       exitCode = runAsync([opt, fn](io::Uring& u) { return fn(u, *opt); });
     });

@@ -206,8 +206,22 @@ asio::awaitable<StoreResult<ListPage>> S3Store::list(std::string prefix, std::st
   auto r = co_await impl_->client->list(prefix, continuation, std::clamp(maxKeys, 1, kMaxListPage));
   if (!r.outcome.ok()) co_return outcomeOf(r.outcome);
   ListPage page;
-  for (auto& e : r.entries)
+  for (auto& e : r.entries) {
+    // What a server lists is checked as cairn's own keys are: a key outside the key grammar
+    // (control characters, bytes that forge output lines) or outside the prefix asked for is
+    // refused, never handed on.
+    if (!isValidObjectKey(e.key)) {
+      co_return storeFail(StoreStatus::failure,
+                          "list " + prefix + ": the store lists a key that is not a valid key: " +
+                              boundedDisplay(e.key, kMaxObjectKeyBytes));
+    }
+    if (!e.key.starts_with(prefix)) {
+      co_return storeFail(
+          StoreStatus::failure,
+          "list " + prefix + ": the store lists a key outside the prefix: " + e.key);
+    }
     page.objects.push_back(ObjectInfo{e.key, e.size, e.etag, e.modifiedUnixSeconds});
+  }
   page.continuation = std::move(r.continuation);
   co_return page;
 }

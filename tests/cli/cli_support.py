@@ -2,8 +2,11 @@
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
+import threading
+import time
 
 cairn = sys.argv[1]
 counts = {"passed": 0, "failed": 0}
@@ -77,3 +80,69 @@ def test_stores(tmp):
     if url:
         stores.append(("rgw", url))
     return stores
+
+
+class FakeS3Server:
+    """HTTP/1.1 on loopback for the S3 client's tests: `handle(method, target)` returns the raw
+    response bytes, or None to read the request and never answer. Keeps each request's raw
+    head (`heads`)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.requests = 0
+        self.heads = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(32)
+        self.port = self.sock.getsockname()[1]
+        self.open = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.open.append(conn)
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    def serve(self, conn):
+        data = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, data = data.split(b"\r\n\r\n", 1)
+                self.heads.append(head)
+                lines = head.decode(errors="replace").split("\r\n")
+                method, target = lines[0].split(" ")[:2]
+                length = 0
+                for line in lines[1:]:
+                    if line.lower().startswith("content-length:"):
+                        length = int(line.split(":", 1)[1])
+                while len(data) < length:
+                    data += conn.recv(65536)
+                data = data[length:]
+                self.requests += 1
+                reply = self.handle(method, target)
+                if reply is None:
+                    time.sleep(3600)
+                    return
+                conn.sendall(reply)
+        except OSError:
+            return
+
+    def url(self, extra="", dialect="aws"):
+        return f"s3://bkt?endpoint=http://127.0.0.1:{self.port}&dialect={dialect}{extra}"
+
+    def close(self):
+        self.sock.close()
+        for c in self.open:
+            try:
+                c.close()
+            except OSError:
+                pass

@@ -14,10 +14,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import uuid
 
-from cli_support import cairn, check, finish, js, records, run
+from cli_support import FakeS3Server, cairn, check, finish, js, records, run
 
 
 def sh(script, timeout=60, env=None):
@@ -58,47 +57,13 @@ def new_db(tmp, name, store=None, n=1000):
     return db
 
 
-class FakeS3:
-    """A server on loopback that answers every request with one canned response and keeps the
-    raw request heads it received."""
-
-    def __init__(self, status=403, code="AccessDenied"):
-        self.heads = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        body = (f"<?xml version=\"1.0\"?><Error><Code>{code}</Code>"
-                f"<Message>canned</Message></Error>").encode()
-        self.reply = (f"HTTP/1.1 {status} Canned\r\nContent-Type: application/xml\r\n"
-                      f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                data = b""
-                conn.settimeout(5)
-                try:
-                    while b"\r\n\r\n" not in data:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            break
-                        data += chunk
-                    self.heads.append(data.split(b"\r\n\r\n")[0])
-                    conn.sendall(self.reply)
-                except OSError:
-                    pass
-
-    def url(self, extra=""):
-        return f"s3://bkt/root?endpoint=http://127.0.0.1:{self.port}&timeout_ms=500{extra}"
-
-    def close(self):
-        self.sock.close()
+def canned_s3(status=403, code="AccessDenied"):
+    """A server that answers every request with one S3 error."""
+    body = (f"<?xml version=\"1.0\"?><Error><Code>{code}</Code>"
+            f"<Message>canned</Message></Error>").encode()
+    reply = (f"HTTP/1.1 {status} Canned\r\nContent-Type: application/xml\r\n"
+             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    return FakeS3Server(lambda method, target: reply)
 
 
 S3_ENV = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "not-a-real-secret"}
@@ -388,7 +353,7 @@ def defect_6_oversized_line(tmp):
 # ---- defect 9: CR/LF through store URL parameters ---------------------------------------------
 
 def defect_9_url_injection(tmp):
-    server = FakeS3()
+    server = canned_s3()
     try:
         for extra in ("&region=us-east-1%0d%0aX-Injected:%201", "&region=a&region=b",
                       "&dialect=rgw%0a"):
@@ -411,10 +376,10 @@ def defect_10_probe_undetermined(tmp):
     refused.bind(("127.0.0.1", 0))
     port = refused.getsockname()[1]
     refused.close()  # nothing listens there
-    server = FakeS3(403, "AccessDenied")
+    server = canned_s3(403, "AccessDenied")
     try:
         urls = {"refused": f"s3://bkt?endpoint=http://127.0.0.1:{port}&timeout_ms=500",
-                "403": server.url()}
+                "403": server.url("&timeout_ms=500", dialect="auto")}
         for label, url in urls.items():
             r = run("store", "probe", url, env=S3_ENV, timeout=120)
             err = r.stderr.decode(errors="replace").strip()

@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -35,10 +37,12 @@
 
 #include "base/bytes.hpp"
 #include "base/sha256.hpp"
+#include "net/s3_client.hpp"
 
 namespace cairn::net::test {
 
 namespace asio = boost::asio;
+using namespace std::chrono_literals;
 using tcp = asio::ip::tcp;
 
 // Runs one coroutine on io until it finishes (other work may stay pending) and returns its
@@ -382,6 +386,56 @@ class FakeS3 {
     }
     return {s3Error(405, "MethodNotAllowed")};
   }
+};
+
+// The S3 tests' credentials: no message may ever contain the secret or the token.
+inline constexpr std::string_view kSecret = "fake-secret-THAT-MUST-NEVER-LEAK-0123";
+inline constexpr std::string_view kToken = "fake-session-token-THAT-MUST-NEVER-LEAK";
+
+inline S3Config fakeConfig(const FakeServer& server) {
+  S3Config c;
+  c.endpoint = server.endpoint();
+  c.bucket = "bkt";
+  c.accessKey = "AKIDFAKE";
+  c.secretKey = std::string(kSecret);
+  c.connectTimeout = 2000ms;
+  c.requestTimeout = 2000ms;
+  return c;
+}
+
+inline void checkNoSecrets(const S3Outcome& o) {
+  for (const auto& text : {o.message, o.code}) {
+    CHECK(text.find(kSecret) == std::string::npos);
+    CHECK(text.find(kToken) == std::string::npos);
+  }
+}
+
+// A server and a client on one io_context (destroyed in reverse order).
+struct Rig {
+  explicit Rig(FakeHandler handler, const std::function<void(S3Config&)>& tweak = {})
+      : server(io.get_executor(), std::move(handler)),
+        client(io.get_executor(), configure(tweak)) {}
+
+  S3Config configure(const std::function<void(S3Config&)>& tweak) {
+    S3Config c = fakeConfig(server);
+    if (tweak) tweak(c);
+    return c;
+  }
+  template <class T>
+  T run(asio::awaitable<T> task) {
+    return runAsync(io, std::move(task));
+  }
+  S3Object get(std::string key, std::size_t max = 1 << 20) { return run(client.get(key, max)); }
+  S3Object head(std::string key) { return run(client.head(key)); }
+  S3Object put(std::string key, std::string_view body, PutCondition c = PutCondition::none,
+               std::string etag = {}) {
+    return run(client.put(key, asBytes(body), c, etag));
+  }
+  int requests() const { return server.stats().requests; }
+
+  asio::io_context io;
+  FakeServer server;
+  S3Client client;
 };
 
 }  // namespace cairn::net::test

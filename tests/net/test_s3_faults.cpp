@@ -24,55 +24,6 @@ using namespace cairn::net;
 using namespace cairn::net::test;
 using namespace std::chrono_literals;
 
-constexpr std::string_view kSecret = "fake-secret-THAT-MUST-NEVER-LEAK-0123";
-constexpr std::string_view kToken = "fake-session-token-THAT-MUST-NEVER-LEAK";
-
-S3Config fakeConfig(const FakeServer& server) {
-  S3Config c;
-  c.endpoint = server.endpoint();
-  c.bucket = "bkt";
-  c.accessKey = "AKIDFAKE";
-  c.secretKey = std::string(kSecret);
-  c.connectTimeout = 2000ms;
-  c.requestTimeout = 2000ms;
-  return c;
-}
-
-void checkNoSecrets(const S3Outcome& o) {
-  for (const auto& text : {o.message, o.code}) {
-    CHECK(text.find(kSecret) == std::string::npos);
-    CHECK(text.find(kToken) == std::string::npos);
-  }
-}
-
-// A server and a client on one io_context (destroyed in reverse order).
-struct Rig {
-  explicit Rig(FakeHandler handler, const std::function<void(S3Config&)>& tweak = {})
-      : server(io.get_executor(), std::move(handler)),
-        client(io.get_executor(), configure(tweak)) {}
-
-  S3Config configure(const std::function<void(S3Config&)>& tweak) {
-    S3Config c = fakeConfig(server);
-    if (tweak) tweak(c);
-    return c;
-  }
-  template <class T>
-  T run(asio::awaitable<T> task) {
-    return runAsync(io, std::move(task));
-  }
-  S3Object get(std::string key, std::size_t max = 1 << 20) { return run(client.get(key, max)); }
-  S3Object head(std::string key) { return run(client.head(key)); }
-  S3Object put(std::string key, std::string_view body, PutCondition c = PutCondition::none,
-               std::string etag = {}) {
-    return run(client.put(key, asBytes(body), c, etag));
-  }
-  int requests() const { return server.stats().requests; }
-
-  asio::io_context io;
-  FakeServer server;
-  S3Client client;
-};
-
 std::string truncatedOk() {
   return "HTTP/1.1 200 OK\r\nETag: \"abc\"\r\nContent-Length: 100\r\n\r\nonly part";
 }
