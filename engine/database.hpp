@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/budget.hpp"
-#include "engine/journal.hpp"
-#include "engine/publisher.hpp"
+#include "engine/journal/journal.hpp"
+#include "engine/publish/publisher.hpp"
+#include "engine/runtime/budget.hpp"
 
 namespace cairn {
 

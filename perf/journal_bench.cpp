@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "base/sha256.hpp"
-#include "engine/async.hpp"
 #include "engine/format/limits.hpp"
-#include "engine/journal.hpp"
+#include "engine/journal/journal.hpp"
+#include "engine/runtime/async.hpp"
 #include "io/uring.hpp"
 
 namespace {

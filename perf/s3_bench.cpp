@@ -9,7 +9,7 @@
 //             --out-dir, written to <out-dir>/obj-NNNN (as rclone copy does; whole 4 KiB blocks
 //             with O_DIRECT, see writeFile) while the coroutine's next object downloads.
 //             With --hash-twice, each body is also hashed with SHA-256 twice over, as two
-//             interleaved lanes on the CPU pool (engine/cpu_pool.hpp): the least a deep
+//             interleaved lanes on the CPU pool (engine/runtime/cpu_pool.hpp): the least a deep
 //             verification of cairn's format does with every byte (the object's hash and the
 //             prefix hash it rebuilds), so its throughput bounds any verifier's on this store.
 //             With --compare-dir DIR as well, each body also gets a CRC32C of every 4 KiB (a
@@ -55,7 +55,7 @@
 #include "base/bytes.hpp"
 #include "base/crc32c.hpp"
 #include "base/sha256.hpp"
-#include "engine/cpu_pool.hpp"
+#include "engine/runtime/cpu_pool.hpp"
 #include "io/file.hpp"
 #include "io/uring.hpp"
 #include "net/s3_client.hpp"

@@ -10,8 +10,8 @@
 
 #include <boost/asio/this_coro.hpp>
 
-#include "engine/async.hpp"
 #include "engine/database.hpp"
+#include "engine/runtime/async.hpp"
 #include "io/uring.hpp"
 
 namespace asio = boost::asio;

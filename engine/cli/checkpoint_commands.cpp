@@ -13,16 +13,16 @@
 #include <optional>
 #include <string>
 
-#include "engine/async.hpp"
-#include "engine/checkpoint.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/format/keys.hpp"
-#include "engine/journal.hpp"
-#include "engine/publisher.hpp"
+#include "engine/graph/checkpoint.hpp"
+#include "engine/graph/verifier.hpp"
+#include "engine/journal/journal.hpp"
+#include "engine/publish/publisher.hpp"
+#include "engine/runtime/async.hpp"
 #include "engine/store/open_store.hpp"
-#include "engine/verifier.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {

@@ -9,10 +9,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "engine/budget.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/format/error.hpp"
 #include "engine/format/uuid.hpp"
+#include "engine/runtime/budget.hpp"
 
 namespace cairn {
 class Journal;
@@ -66,7 +66,7 @@ Res<NamespaceInStore> openNamespace(io::Uring& uring, const boost::asio::any_io_
                                     const std::string& storeUrl, const std::string& ns);
 
 // --budget-bytes, --budget-requests, --inflight-mib, --inflight-requests: one operation's
-// budget and the engine's in-flight limits (engine/budget.hpp).
+// budget and the engine's in-flight limits (engine/runtime/budget.hpp).
 struct LimitOptions {
   std::uint64_t budgetBytes = kDefaultOperationBudget.bytes;
   std::uint64_t budgetRequests = kDefaultOperationBudget.requests;

@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "base/bytes.hpp"
-#include "engine/async.hpp"
 #include "engine/format/error.hpp"
+#include "engine/runtime/async.hpp"
 
 namespace cairn::cli {
 

@@ -8,14 +8,14 @@
 #include <string>
 #include <tuple>
 
-#include "engine/async.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/input.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/database.hpp"
-#include "engine/journal.hpp"
-#include "engine/task_group.hpp"
+#include "engine/journal/journal.hpp"
+#include "engine/runtime/async.hpp"
+#include "engine/runtime/task_group.hpp"
 
 namespace cairn::cli {
 namespace {

@@ -13,9 +13,9 @@
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
-#include "engine/maintenance.hpp"
+#include "engine/ops/maintenance.hpp"
+#include "engine/ops/vacuum.hpp"
 #include "engine/store/open_store.hpp"
-#include "engine/vacuum.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {

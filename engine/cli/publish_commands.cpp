@@ -26,17 +26,17 @@
 #include <utility>
 #include <vector>
 
-#include "engine/async.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/input.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/database.hpp"
 #include "engine/format/keys.hpp"
-#include "engine/recovery.hpp"
+#include "engine/ops/recovery.hpp"
+#include "engine/runtime/async.hpp"
+#include "engine/runtime/task_group.hpp"
 #include "engine/store/open_store.hpp"
-#include "engine/store_errors.hpp"
-#include "engine/task_group.hpp"
+#include "engine/store/store_errors.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {

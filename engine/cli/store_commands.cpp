@@ -12,11 +12,11 @@
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
+#include "engine/ops/usage.hpp"
 #include "engine/store/directory_store.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/store/s3_store.hpp"
-#include "engine/store_errors.hpp"
-#include "engine/usage.hpp"
+#include "engine/store/store_errors.hpp"
 #include "io/uring.hpp"
 
 namespace cairn::cli {

@@ -14,7 +14,7 @@
 #include <system_error>
 
 #include "base/sha256.hpp"
-#include "engine/async.hpp"
+#include "engine/runtime/async.hpp"
 #include "io/file.hpp"
 #include "io/uring.hpp"
 

@@ -135,7 +135,7 @@ class ObjectStore {
   // Deletes; deleting a missing key is ok.
   virtual boost::asio::awaitable<StoreResult<void>> remove(std::string key) = 0;
   // Deletes with one attempt answered within `timeout` (else uncertain), never retried later:
-  // for vacuum, whose DELETE must take effect within a known time (engine/vacuum.hpp). The
+  // for vacuum, whose DELETE must take effect within a known time (engine/ops/vacuum.hpp). The
   // default is remove() (a local store acts before it answers).
   virtual boost::asio::awaitable<StoreResult<void>> removeWithin(std::string key,
                                                                  std::chrono::milliseconds timeout);

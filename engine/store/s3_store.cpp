@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "engine/async.hpp"
+#include "engine/runtime/async.hpp"
 #include "net/s3_client.hpp"
 
 namespace cairn {

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "engine/store/s3_store.hpp"
+#include "engine/store/store_errors.hpp"
 #include "engine/store/store_url.hpp"
-#include "engine/store_errors.hpp"
 #include "net/http_client.hpp"
 #include "net/s3_client.hpp"
 #include "net/s3_dialect.hpp"

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <string>
 
+#include "engine/ops/usage.hpp"
 #include "engine/store/s3_store.hpp"
+#include "engine/store/store_errors.hpp"
 #include "engine/store/store_url.hpp"
-#include "engine/store_errors.hpp"
-#include "engine/usage.hpp"
 #include "net/s3_client.hpp"
 #include "tests/net/net_test_support.hpp"
 

@@ -1,0 +1,883 @@
+#include "engine/journal/journal.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+
+#include "engine/format/publisher_state.hpp"
+#include "engine/journal/state_file.hpp"
+#include "engine/runtime/async.hpp"
+#include "engine/runtime/cpu_pool.hpp"
+#include "io/file.hpp"
+#include "io/lock.hpp"
+#include "io/uring.hpp"
+
+namespace cairn {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Failure<Error> ioError(const std::string& what, const std::error_code& ec) {
+  return err(Errc::io, what + ": " + ec.message());
+}
+
+// One group-commit batch: frames appended while the previous batch was being written.
+struct Batch {
+  Bytes bytes;
+  std::vector<std::uint64_t> ends;  // end of each frame, relative to the batch's start
+  std::vector<Completion<Res<std::uint64_t>>*> waiters;
+  bool empty() const { return ends.empty(); }
+};
+
+// Names tried for a torn tail's file (journal.torn-OFFSET-SECONDS[-N]).
+constexpr int kMaxTornFileAttempts = 16;
+
+Res<void> checkOptions(const JournalOptions& o) {
+  if (o.maxBatchBytes == 0 || o.maxBatchBytes > kMaxBatchBytes) {
+    return err(Errc::usage, "the journal's batch size must be 1.." +
+                                std::to_string(kMaxBatchBytes) +
+                                " bytes: a crash may tear at most one batch, and the torn-tail "
+                                "rule relies on that bound");
+  }
+  if (o.readOnly && o.cutDamagedTail) {
+    return err(Errc::usage, "a read-only journal cuts nothing");
+  }
+  return {};
+}
+
+// What DIR/publisher.state proves acknowledged (nothing without the file). A damaged file is
+// an error, never read as absent.
+Res<std::optional<AcknowledgedPrefix>> readAcknowledged(const fs::path& dir,
+                                                        const Digest& lineage) {
+  auto read = readPublisherStateFile(dir);
+  if (!read) return Failure<Error>{read.error()};
+  if (!*read) return std::optional<AcknowledgedPrefix>{};
+  const fs::path path = dir / kPublisherStateFile;
+  const PublisherState* state = &**read;
+  if (state->lineage != lineage) {
+    return err(Errc::binding, path.string() + " belongs to another journal (lineage " +
+                                  toHex(state->lineage) + ")");
+  }
+  std::optional<AcknowledgedPrefix> out;
+  auto consider = [&](const Head& h, const char* what) {
+    const HeadFields& f = h.fields();
+    if (!out || f.prefixLength > out->length) {
+      out = AcknowledgedPrefix{
+          f.prefixSequence, f.prefixLength,
+          path.string() + " (" + what + ", revision " + std::to_string(f.revision) + ")"};
+    }
+  };
+  if (state->expected) consider(state->expected->head, "the expected head");
+  if (state->pending) consider(state->pending->candidate, "a pending intent");
+  return out;
+}
+
+// Temporary files of a durable replace (NAME.tmp.PID.N) that a killed process left in the
+// directory: under the lock, none is anyone's. Best effort.
+void removeStaleTemporaries(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find(".tmp.") == std::string::npos || !it->is_regular_file(ec)) continue;
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
+
+// The directory's lock, or why not: busy (naming the holder), not a database directory, or
+// the file system's error.
+Res<io::DirectoryLock> lockDirectory(const fs::path& dir) {
+  auto lock = io::DirectoryLock::acquire(dir);
+  if (lock) return std::move(*lock);
+  if (lock.error() == std::errc::resource_unavailable_try_again) {
+    auto pid = io::DirectoryLock::holder(dir);
+    return err(Errc::busy, dir.string() + " is owned by another process" +
+                               (pid ? " (pid " + std::to_string(*pid) + ")" : ""));
+  }
+  if (lock.error() == std::errc::no_such_file_or_directory) {
+    return err(Errc::usage, dir.string() + " is not a database directory");
+  }
+  return ioError("cannot lock " + (dir / io::DirectoryLock::kFileName).string(), lock.error());
+}
+
+using io::AlignedBuffer;
+using io::allocateAligned;
+constexpr std::uint64_t kDirectAlign = io::kDirectAlign;
+constexpr std::uint64_t alignDown(std::uint64_t v) { return v & ~(kDirectAlign - 1); }
+constexpr std::uint64_t alignUp(std::uint64_t v) { return alignDown(v + kDirectAlign - 1); }
+
+}  // namespace
+
+struct Journal::Impl {
+  std::optional<io::DirectoryLock> lock;
+  io::File file;
+  // The same file opened with O_DIRECT for large reads (prefixes, segments, the scan on open):
+  // they bypass the page cache, so a cold read costs no cache fill and no copy, and a 2 GiB
+  // prefix does not evict everything else. Not open where the file system refuses O_DIRECT
+  // (tmpfs); reads are then buffered.
+  io::File direct;
+  Batch pending;
+  std::uint64_t nextSequence = 1;  // sequence the next append gets
+  bool scanned = false;            // open() scanned the frames: the records are known
+  std::size_t waiting = 0;         // appenders suspended in append()
+  bool writing = false;
+  std::optional<Error> failed;  // set once a write or sync failed; the journal is then read-only
+  struct RoomWaiter {
+    Signal* signal;
+    std::uint64_t frameBytes;
+  };
+  std::deque<RoomWaiter> roomWaiters;  // appenders waiting, in arrival order
+  std::uint64_t reserved = 0;          // room promised to admitted waiters not yet resumed
+  // Chunk buffers of finished reads, for the next ones (loop thread only; at most
+  // kMaxSpareReadBytes, held for the journal's life). Allocated per read, 1 MiB buffers
+  // fragmented the heap: a checkpoint's peak RSS grew with the journal.
+  std::vector<AlignedBuffer> spareChunks;
+
+  // Admits waiters in order while the pending batch has room for them (always the first when
+  // the batch is empty, so a frame larger than maxBatchBytes still goes alone).
+  void admitWaiters(std::uint64_t maxBatchBytes) {
+    while (!roomWaiters.empty()) {
+      RoomWaiter w = roomWaiters.front();
+      std::uint64_t used = pending.bytes.size() + reserved;
+      if (used > 0 && used + w.frameBytes > maxBatchBytes) break;
+      reserved += w.frameBytes;
+      roomWaiters.pop_front();
+      w.signal->notify();
+    }
+  }
+  void wakeAllWaiters() {
+    for (RoomWaiter& w : roomWaiters) w.signal->notify();
+    roomWaiters.clear();
+  }
+};
+
+Journal::Journal(io::Uring& uring, JournalOptions options)
+    : uring_(uring), options_(options), impl_(std::make_unique<Impl>()) {}
+
+Journal::~Journal() = default;
+
+asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
+                                                               const fs::path& dir,
+                                                               std::u16string_view databaseId,
+                                                               JournalOptions options) {
+  if (auto valid = checkOptions(options); !valid) co_return Failure<Error>{valid.error()};
+  if (options.readOnly) co_return err(Errc::usage, "a journal cannot be created read-only");
+  auto headerBytes = encodeJournalHeader(databaseId);
+  if (!headerBytes) co_return Failure<Error>{headerBytes.error()};
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) co_return ioError("cannot create " + dir.string(), ec);
+  auto lock = lockDirectory(dir);
+  if (!lock) co_return Failure<Error>{lock.error()};
+  // Write the header to a temporary name, make it durable, then link it into place: the
+  // journal appears whole or not at all, and link() refuses to replace an existing one.
+  fs::path final = dir / kFileName;
+  fs::path temp = dir / (std::string(kFileName) + ".creating");
+  fs::remove(temp, ec);
+  {
+    auto tmp = io::File::open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (!tmp) co_return ioError("cannot create " + temp.string(), tmp.error());
+    if (auto w = tmp->writeAllAt(*headerBytes, 0); !w) co_return ioError("write", w.error());
+    if (auto s = tmp->syncNow(); !s) co_return ioError("fsync", s.error());
+  }
+  if (::link(temp.c_str(), final.c_str()) != 0) {
+    auto e = io::lastErrno();
+    fs::remove(temp, ec);
+    if (e == std::errc::file_exists) {
+      co_return err(Errc::usage, "a journal already exists in " + dir.string());
+    }
+    co_return ioError("cannot link " + final.string(), e);
+  }
+  fs::remove(temp, ec);
+  if (auto s = io::syncDirectory(dir); !s) co_return ioError("fsync " + dir.string(), s.error());
+  lock->release();
+  co_return co_await open(uring, dir, options);
+}
+
+asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, const fs::path& dir,
+                                                             JournalOptions options) {
+  auto j = co_await openUnscanned(uring, dir, options);
+  if (!j) co_return std::move(j);
+  Journal& journal = **j;
+  // Under the lock: what the publisher state proves acknowledged, before any byte is judged.
+  auto acknowledged = readAcknowledged(dir, journal.lineage());
+  if (!acknowledged) co_return Failure<Error>{acknowledged.error()};
+  journal.acknowledged_ = std::move(*acknowledged);
+  if (!options.readOnly) removeStaleTemporaries(dir);
+  auto size = journal.fileBytes();
+  if (!size) co_return Failure<Error>{size.error()};
+  if (auto scanned = co_await journal.scanFrames(*size); !scanned) {
+    co_return Failure<Error>{scanned.error()};
+  }
+  if (auto reached = journal.checkAcknowledgedReached(); !reached) {
+    co_return Failure<Error>{reached.error()};
+  }
+  journal.impl_->nextSequence = journal.endSequence() + 1;
+  journal.impl_->scanned = true;
+  co_return std::move(j);
+}
+
+asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring& uring,
+                                                                      const fs::path& dir,
+                                                                      JournalOptions options) {
+  if (auto valid = checkOptions(options); !valid) co_return Failure<Error>{valid.error()};
+  std::unique_ptr<Journal> j(new Journal(uring, options));
+  j->dir_ = dir;
+  auto lock = lockDirectory(dir);
+  if (!lock) co_return Failure<Error>{lock.error()};
+  j->impl_->lock.emplace(std::move(*lock));
+  auto file = io::File::open(dir / kFileName, (options.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (!file) {
+    if (file.error() == std::errc::no_such_file_or_directory) {
+      co_return err(Errc::usage, "no journal in " + dir.string() + " (run cairn init)");
+    }
+    co_return ioError("cannot open " + (dir / kFileName).string(), file.error());
+  }
+  j->impl_->file = std::move(*file);
+  if (options.directReads) {
+    if (auto direct = io::File::open(dir / kFileName, O_RDONLY | O_DIRECT | O_CLOEXEC)) {
+      j->impl_->direct = std::move(*direct);
+    }
+  }
+  // Header: 16 bytes say how long it is; then the whole of it.
+  std::uint8_t first[16];
+  auto n = co_await uring.readFull(j->impl_->file.fd(), first, 0);
+  if (!n) co_return ioError("read journal header", n.error());
+  auto headerLength = journalHeaderLength(ByteView(first, *n));
+  if (!headerLength) co_return Failure<Error>{headerLength.error()};
+  Bytes headerBytes(*headerLength);
+  n = co_await uring.readFull(j->impl_->file.fd(), headerBytes, 0);
+  if (!n) co_return ioError("read journal header", n.error());
+  headerBytes.resize(*n);
+  auto header = decodeJournalHeader(headerBytes);
+  if (!header) co_return Failure<Error>{header.error()};
+  j->header_ = std::move(*header);
+  j->lineage_ = j->header_.lineageId();
+  j->ends_.push_back(*headerLength);
+  co_return j;
+}
+
+// Reads every frame after the header, recording where each ends; what follows the last valid
+// frame is judged by handleTail.
+asio::awaitable<Res<void>> Journal::scanFrames(std::uint64_t fileSize) {
+  std::uint64_t start = ends_.back();
+  FrameScanner scanner(start, 1);
+  scanner.onFrame([this](std::uint64_t, std::uint64_t end) { ends_.push_back(end); });
+  std::optional<Error> fault;
+  auto read = co_await readRange(start, fileSize, [&](ByteView chunk) -> Res<void> {
+    auto ok = scanner.feed(chunk);
+    if (!ok) fault = ok.error();
+    return ok;  // a fault stops the reading
+  });
+  if (!read && !fault) co_return read;
+  std::uint64_t boundary = scanner.boundaryOffset();
+  if (boundary == fileSize) co_return Res<void>{};
+  co_return co_await handleTail(boundary, fileSize, fault);
+}
+
+// The bytes after the last valid frame (docs/journal.md, "Torn tails"):
+//   1. inside the acknowledged prefix: an error, nothing cut (only the store has those bytes);
+//   2. judged by judgeTail: what a crash cannot leave is an error, nothing cut (unless the
+//      operator asked for the cut: cutDamagedTail);
+//   3. read-only: reported, left for the next writer;
+//   4. kept in a file beside the journal, durably, then cut, durably.
+asio::awaitable<Res<void>> Journal::handleTail(std::uint64_t boundary, std::uint64_t fileSize,
+                                               const std::optional<Error>& fault) {
+  TornTail tail;
+  tail.offset = boundary;
+  tail.bytes = fileSize - boundary;
+  tail.sequence = endSequence() + 1;
+  const std::string at = "offset " + std::to_string(boundary) + " (the frame of sequence " +
+                         std::to_string(tail.sequence) + ")";
+  const std::string found = fault ? fault->message : "the file ends inside the frame";
+  if (acknowledged_ && boundary < acknowledged_->length) {
+    co_return err(Errc::format,
+                  "the journal is damaged at " + at + ": " + found + "; that is inside the " +
+                      std::to_string(acknowledged_->length) + " bytes through sequence " +
+                      std::to_string(acknowledged_->sequence) + " that " + acknowledged_->source +
+                      " proves acknowledged, so nothing was cut; recover the database from the "
+                      "store (cairn recover) or restore the journal");
+  }
+  const std::string refused = "; nothing was cut (cairn journal " + dir_.string() +
+                              " --cut-damaged-tail cuts it, keeping the bytes, if what follows "
+                              "may be lost)";
+  if (options_.cutDamagedTail) {
+    tail.crashShaped = false;
+    tail.reason = found + ", cut on request";
+  } else {
+    if (tail.bytes > kMaxTornTailBytes) {
+      co_return err(Errc::format, "the journal is damaged at " + at + ": " + found + "; " +
+                                      std::to_string(tail.bytes) +
+                                      " bytes follow it, more than a crash can leave unsynced" +
+                                      refused);
+    }
+    Bytes bytes;
+    auto read = co_await readRange(boundary, fileSize, [&](ByteView chunk) -> Res<void> {
+      bytes.insert(bytes.end(), chunk.begin(), chunk.end());
+      return {};
+    });
+    if (!read) co_return Failure<Error>{read.error()};
+    TailJudgement judged = judgeTail(bytes, boundary, tail.sequence);
+    if (!judged.torn) {
+      co_return err(Errc::format, "the journal is damaged at " + at + ": " + judged.reason +
+                                      "; no crash leaves that" + refused);
+    }
+    tail.reason = judged.reason;
+  }
+  if (options_.readOnly) {
+    tornTail_ = std::move(tail);
+    co_return Res<void>{};
+  }
+  auto kept = co_await keepTornBytes(boundary, fileSize);
+  if (!kept) co_return Failure<Error>{kept.error()};
+  tail.evidence = std::move(*kept);
+  if (auto t = impl_->file.truncate(boundary); !t) co_return ioError("truncate", t.error());
+  if (auto s = co_await uring_.fsync(impl_->file.fd()); !s) co_return ioError("fsync", s.error());
+  tail.cut = true;
+  tornTail_ = std::move(tail);
+  co_return Res<void>{};
+}
+
+// Copies the journal's bytes [from, to) into a new file beside it, durably: the evidence of a
+// cut, which is never destroyed.
+asio::awaitable<Res<fs::path>> Journal::keepTornBytes(std::uint64_t from, std::uint64_t to) {
+  const std::string base = std::string(kTornTailFilePrefix) + std::to_string(from) + "-" +
+                           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
+  fs::path path;
+  io::File out;
+  for (int n = 0; n < kMaxTornFileAttempts && !out.isOpen(); ++n) {
+    path = dir_ / (n == 0 ? base : base + "-" + std::to_string(n));
+    auto f = io::File::open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (f) {
+      out = std::move(*f);
+    } else if (f.error() != std::errc::file_exists) {
+      co_return ioError("cannot keep the torn tail in " + path.string() + " (nothing was cut)",
+                        f.error());
+    }
+  }
+  if (!out.isOpen())
+    co_return err(Errc::io, "cannot name a file for the torn tail in " + dir_.string());
+  std::uint64_t at = 0;
+  auto copied =
+      co_await readRangeAsync(from, to, [&](ByteView chunk) -> asio::awaitable<Res<void>> {
+        auto w = co_await uring_.write(out.fd(), chunk, at);
+        if (!w)
+          co_return ioError("cannot keep the torn tail in " + path.string() + " (nothing was cut)",
+                            w.error());
+        at += chunk.size();
+        co_return Res<void>{};
+      });
+  Res<void> done = copied;
+  if (done) {
+    if (auto s = co_await uring_.fsync(out.fd()); !s)
+      done = ioError("fsync " + path.string(), s.error());
+  }
+  if (done) {
+    if (auto s = io::syncDirectory(dir_); !s) done = ioError("fsync " + dir_.string(), s.error());
+  }
+  if (!done) {
+    std::error_code ignored;
+    fs::remove(path, ignored);
+    co_return Failure<Error>{done.error()};
+  }
+  co_return path;
+}
+
+Res<void> Journal::checkAcknowledgedReached() const {
+  if (!acknowledged_) return {};
+  const AcknowledgedPrefix& a = *acknowledged_;
+  if (a.sequence <= endSequence() && offsetAfter(a.sequence) == a.length) return {};
+  return err(Errc::diverged,
+             "the journal ends at sequence " + std::to_string(endSequence()) + " (" +
+                 std::to_string(endOffset()) + " bytes), but " + a.source +
+                 " proves the prefix through sequence " + std::to_string(a.sequence) + " (" +
+                 std::to_string(a.length) +
+                 " bytes) acknowledged: the journal was truncated or replaced; nothing was "
+                 "changed, and no sequence is reused (recover the database: cairn recover)");
+}
+
+asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t end,
+                                              const std::function<Res<void>(ByteView)>& sink) {
+  co_return co_await readRangeAsync(
+      start, end, [&](ByteView chunk) -> asio::awaitable<Res<void>> { co_return sink(chunk); });
+}
+
+asio::awaitable<Res<void>> Journal::readRangeInto(std::uint64_t start, std::uint64_t end,
+                                                  std::span<std::uint8_t> into) {
+  if (into.size() != end - start) {
+    co_return err(Errc::usage, "a buffer of " + std::to_string(into.size()) +
+                                   " bytes for a range of " + std::to_string(end - start));
+  }
+  co_return co_await readChunks(
+      start, end,
+      [&, at = std::size_t{0}](ByteView chunk) mutable -> asio::awaitable<Res<void>> {
+        if (chunk.data() != into.data() + at)
+          std::memcpy(into.data() + at, chunk.data(), chunk.size());
+        at += chunk.size();
+        co_return Res<void>{};
+      },
+      into.data());
+}
+
+// One read of a range in flight: it delivers the bytes [offset, offset + length). A direct
+// read covers the aligned window around them (at most one chunk: a chunk is a whole number
+// of blocks and the window starts at the block holding `offset`).
+struct Journal::ReadSlot {
+  AlignedBuffer buffer;  // not zero-filled: every delivered byte is read into
+  std::size_t capacity = 0;
+  std::uint8_t* into = nullptr;  // a read through the page cache into the caller's buffer
+  std::uint64_t offset = 0;
+  std::size_t length = 0;
+  std::size_t skip = 0;  // bytes of the buffer before `offset` (a direct read's alignment)
+  std::optional<io::IoResult<std::size_t>> result;  // bytes available from `offset`
+  Signal done;
+
+  ByteView bytes() const {
+    return into ? ByteView(into, length) : ByteView(buffer.get() + skip, length);
+  }
+  // The read's failure, or a journal shorter than the range.
+  Res<void> check(std::uint64_t end) const {
+    if (!*result) return ioError("read journal at " + std::to_string(offset), result->error());
+    if (**result < length) {
+      return err(Errc::io, "journal ends at " + std::to_string(offset + **result) + ", before " +
+                               std::to_string(end));
+    }
+    return {};
+  }
+};
+
+std::size_t Journal::readChunk() const {
+  // At least one aligned block, at most what one read operation moves.
+  return static_cast<std::size_t>(alignUp(std::clamp<std::uint64_t>(
+      options_.readChunkBytes, kDirectAlign, io::Uring::kMaxBytesPerOperation)));
+}
+
+bool Journal::readsDirectly(std::uint64_t start, std::uint64_t end) const {
+  // Small ranges (most records) are read through the page cache, where a recent append is.
+  return impl_->direct.isOpen() && end - start >= kMinDirectReadBytes;
+}
+
+void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
+                        std::uint64_t& nextOffset, std::uint64_t end, bool direct,
+                        std::function<void()> onDone, std::uint8_t* rangeInto,
+                        std::uint64_t rangeStart) {
+  const std::size_t chunk = readChunk();
+  if (direct && options_.cachedChunksFromCache) {
+    // At least half of the chunk's pages cached: through the cache, which reads only the
+    // missing ones from the disk (a direct read would read them all) and adds them (and the
+    // kernel's read-ahead) to the cache.
+    const std::uint64_t length = std::min<std::uint64_t>(end - nextOffset, chunk);
+    auto cached = io::cachedPages(impl_->file.fd(), nextOffset, length);
+    direct = !cached || cached->cached * 2 < cached->pages;
+  }
+  slot.offset = nextOffset;
+  // A direct read ends on an alignment boundary (or at `end`); a read that starts unaligned
+  // (the first, or one after a chunk read from the page cache) covers the window from the
+  // block holding its first byte, `skip` bytes before it.
+  std::uint64_t stop = direct ? std::min(end, alignDown(nextOffset) + chunk)
+                              : std::min<std::uint64_t>(end, nextOffset + chunk);
+  slot.length = static_cast<std::size_t>(stop - nextOffset);
+  slot.skip = direct ? static_cast<std::size_t>(nextOffset - alignDown(nextOffset)) : 0;
+  std::size_t need =
+      direct ? static_cast<std::size_t>(alignUp(stop) - alignDown(nextOffset)) : slot.length;
+  // Through the page cache into the caller's buffer: the kernel's copy is the only one.
+  slot.into = !direct && rangeInto ? rangeInto + (nextOffset - rangeStart) : nullptr;
+  if (!slot.into && slot.capacity < need) {
+    // need <= chunk. A read of more than half a chunk (a range's middle) takes a whole-chunk
+    // buffer, recycled afterwards; a smaller one (a record, a range's ends) its own.
+    if (need <= chunk / 2) {
+      slot.buffer = allocateAligned(need);
+      slot.capacity = need;
+    } else {
+      if (impl_->spareChunks.empty()) {
+        slot.buffer = allocateAligned(chunk);
+      } else {
+        slot.buffer = std::move(impl_->spareChunks.back());
+        impl_->spareChunks.pop_back();
+      }
+      slot.capacity = chunk;
+    }
+  }
+  slot.result.reset();
+  slot.done.reset();
+  nextOffset = stop;
+  asio::co_spawn(
+      executor,
+      [this, &slot, need, direct, onDone = std::move(onDone)]() -> asio::awaitable<void> {
+        if (direct) {
+          slot.result = co_await readDirect(slot.buffer.get(), need, slot.offset - slot.skip,
+                                            slot.skip + slot.length);
+          if (*slot.result) **slot.result -= std::min(**slot.result, slot.skip);
+        } else {
+          slot.result = co_await uring_.readFull(
+              impl_->file.fd(),
+              std::span<std::uint8_t>(slot.into ? slot.into : slot.buffer.get(), slot.length),
+              slot.offset);
+        }
+        slot.done.notify();
+        if (onDone) onDone();
+      },
+      asio::detached);
+}
+
+asio::awaitable<Res<void>> Journal::readRangeAsync(
+    std::uint64_t start, std::uint64_t end,
+    const std::function<asio::awaitable<Res<void>>(ByteView)>& sink) {
+  co_return co_await readChunks(start, end, sink, nullptr);
+}
+
+asio::awaitable<Res<void>> Journal::readChunks(
+    std::uint64_t start, std::uint64_t end,
+    const std::function<asio::awaitable<Res<void>>(ByteView)>& sink, std::uint8_t* into) {
+  const unsigned depth = std::max(1u, options_.readDepth);
+  const bool direct = readsDirectly(start, end);
+  auto executor = co_await asio::this_coro::executor;
+  std::vector<ReadSlot> slots(depth);
+  std::uint64_t nextOffset = start;  // next byte to request
+  unsigned launched = 0;             // reads started and not yet consumed
+  auto launch = [&](ReadSlot& slot) {
+    ++launched;
+    startRead(executor, slot, nextOffset, end, direct, {}, into, start);
+  };
+  for (auto& slot : slots) {
+    if (nextOffset < end) launch(slot);
+  }
+  Res<void> outcome;
+  // A sink's exception is rethrown once no read is in flight: the reads write into the slots
+  // (and the kernel into their buffers) until they complete.
+  std::exception_ptr thrown;
+  for (std::size_t i = 0; launched > 0; ++i) {
+    ReadSlot& slot = slots[i % depth];
+    co_await slot.done.wait();
+    --launched;
+    if (!outcome || thrown) continue;  // after a failure, only drain the reads still in flight
+    outcome = slot.check(end);
+    if (outcome) {
+      try {
+        outcome = co_await sink(slot.bytes());
+      } catch (...) {
+        thrown = std::current_exception();
+      }
+    }
+    if (outcome && !thrown && nextOffset < end) launch(slot);
+  }
+  recycle(slots);
+  if (thrown) std::rethrow_exception(thrown);
+  co_return outcome;
+}
+
+void Journal::recycle(std::vector<ReadSlot>& slots) {
+  for (ReadSlot& slot : slots) {
+    if (slot.buffer && slot.capacity == readChunk() &&
+        (impl_->spareChunks.size() + 1) * readChunk() <= kMaxSpareReadBytes) {
+      impl_->spareChunks.push_back(std::move(slot.buffer));
+    }
+  }
+}
+
+// Like readRangeAsync with a hashing sink, but the chunks are hashed by one task on the CPU
+// pool that takes every chunk already read before it returns, so the hash never waits for a
+// round trip through the loop between two chunks that are both in memory. The loop only
+// hands read chunks over (in order) and starts a read into each buffer the hasher is done
+// with. Memory: readDepth buffers, as for any range read.
+asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
+                                                    Sha256Lane initial) {
+  // Everything the hasher task, the reads and the handlers they post touch lives here, owned
+  // by all of them: if this frame unwinds early (an exception, a destroyed io_context), a
+  // pool thread or a read still in the kernel never writes into freed memory.
+  struct Feed {
+    explicit Feed(unsigned depth, Sha256Lane h) : slots(depth), hash(h) {}
+    std::vector<ReadSlot> slots;  // chunk k uses slots[k % depth]
+    Sha256Lane hash;              // used by one hasher task at a time, then by the loop
+    std::mutex mutex;
+    std::deque<ReadSlot*> ready;  // read, in order, waiting for the hasher (under mutex)
+    bool hashing = false;         // a hasher task is on the pool (under mutex)
+    std::exception_ptr failure;   // the hash threw; later chunks are skipped (under mutex)
+    // Loop thread only:
+    std::vector<ReadSlot*> hashed;  // done with by the hasher, to read into again
+    std::uint64_t reading = 0;      // reads not completed
+    Signal wake;                    // a read completed or a chunk was hashed
+  };
+  const unsigned depth = std::max(1u, options_.readDepth);
+  auto feed = std::make_shared<Feed>(depth, std::move(initial));
+  auto loop = co_await asio::this_coro::executor;
+  const bool direct = readsDirectly(start, end);
+  std::uint64_t nextOffset = start;
+  std::uint64_t launched = 0;  // chunks whose read was started
+  std::uint64_t handedOver = 0, hashedCount = 0;
+  auto launch = [&](ReadSlot& slot) {
+    ++feed->reading;
+    ++launched;
+    startRead(loop, slot, nextOffset, end, direct, [feed] {
+      --feed->reading;
+      feed->wake.notify();
+    });
+  };
+  auto hasher = [feed, loop] {
+    for (;;) {
+      ReadSlot* slot;
+      bool skip;
+      {
+        std::lock_guard lock(feed->mutex);
+        if (feed->ready.empty()) {
+          feed->hashing = false;
+          return;
+        }
+        slot = feed->ready.front();
+        feed->ready.pop_front();
+        skip = feed->failure != nullptr;
+      }
+      if (!skip) {
+        try {
+          feed->hash.update(slot->bytes());
+        } catch (...) {
+          std::lock_guard lock(feed->mutex);
+          feed->failure = std::current_exception();
+        }
+      }
+      asio::post(loop, [feed, slot] {
+        feed->hashed.push_back(slot);
+        feed->wake.notify();
+      });
+    }
+  };
+  for (auto& slot : feed->slots) {
+    if (nextOffset < end) launch(slot);
+  }
+  Res<void> outcome;
+  for (;;) {
+    feed->wake.reset();
+    // Hand over, in order, every chunk whose read is done.
+    while (outcome && handedOver < launched && feed->slots[handedOver % depth].done.isSet()) {
+      ReadSlot& slot = feed->slots[handedOver % depth];
+      outcome = slot.check(end);
+      if (!outcome) break;
+      bool startHasher = false;
+      {
+        std::lock_guard lock(feed->mutex);
+        feed->ready.push_back(&slot);
+        startHasher = !std::exchange(feed->hashing, true);
+      }
+      if (startHasher) postToCpuPool(hasher);
+      ++handedOver;
+    }
+    for (ReadSlot* slot : std::exchange(feed->hashed, {})) {
+      ++hashedCount;
+      if (outcome && nextOffset < end) launch(*slot);
+    }
+    if (feed->reading == 0 && hashedCount == handedOver && (!outcome || handedOver == launched)) {
+      break;
+    }
+    co_await feed->wake.wait();
+  }
+  recycle(feed->slots);  // no read is in flight and the hasher is done with every chunk
+  {
+    std::lock_guard lock(feed->mutex);
+    if (feed->failure) std::rethrow_exception(feed->failure);
+  }
+  if (!outcome) co_return Failure<Error>{outcome.error()};
+  co_return std::move(feed->hash);
+}
+
+// One aligned direct read of `capacity` bytes at the aligned `offset`, of which the first
+// `wanted` matter: returns how many of the buffer's bytes hold the file's (at least `wanted`
+// unless the file is shorter). A short read that ends unaligned (the end of the file) or a
+// file system that refuses the direct read finishes through the page cache.
+asio::awaitable<io::IoResult<std::size_t>> Journal::readDirect(std::uint8_t* buffer,
+                                                               std::size_t capacity,
+                                                               std::uint64_t offset,
+                                                               std::size_t wanted) {
+  std::size_t got = 0;
+  // Bounded: every pass reads at least one aligned block, or falls back, or stops.
+  while (got < wanted) {
+    auto r = co_await uring_.read(
+        impl_->direct.fd(), std::span<std::uint8_t>(buffer + got, capacity - got), offset + got);
+    if (!r && r.error() != std::errc::invalid_argument) co_return r;
+    if (r && *r == 0) break;  // end of file
+    if (r && (got + *r) % kDirectAlign == 0) {
+      got += *r;
+      continue;
+    }
+    if (r) got += *r;
+    if (got >= wanted) break;  // the file ends inside the window, after the wanted bytes
+    auto rest = co_await uring_.readFull(
+        impl_->file.fd(), std::span<std::uint8_t>(buffer + got, wanted - got), offset + got);
+    if (!rest) co_return rest;
+    got += *rest;
+    break;
+  }
+  co_return got;
+}
+
+bool Journal::directReads() const { return impl_->direct.isOpen(); }
+
+bool Journal::scanned() const { return impl_->scanned; }
+
+Res<std::uint64_t> Journal::fileBytes() const {
+  auto size = impl_->file.size();
+  if (!size) return ioError("stat journal", size.error());
+  return *size;
+}
+
+asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64_t byteCap) {
+  if (sequence > endSequence()) {
+    co_return err(Errc::usage, "sequence " + std::to_string(sequence) +
+                                   " is beyond the journal's end " + std::to_string(endSequence()));
+  }
+  std::uint64_t length = ends_[sequence];
+  if (length > byteCap) {
+    co_return err(Errc::budget, "prefix at sequence " + std::to_string(sequence) + " is " +
+                                    std::to_string(length) + " bytes, over the cap of " +
+                                    std::to_string(byteCap));
+  }
+  // Start from the hash state of the longest prefix this process already read from the file
+  // at or below `sequence` (the durable bytes below the end never change while we hold the
+  // lock), so successive checkpoints read only what was appended since the last one.
+  Sha256Lane hash;
+  std::uint64_t from = 0;
+  if (prefixMemo_ && prefixMemo_->sequence <= sequence) {
+    hash = prefixMemo_->hash;
+    from = ends_[prefixMemo_->sequence];
+  }
+  // Hashing runs on the CPU pool while the next reads are in flight, so the disk, the hash
+  // and the loop overlap.
+  auto read = co_await hashRange(from, length, hash);
+  if (!read) co_return Failure<Error>{read.error()};
+  rememberPrefix(sequence, *read);
+  co_return Prefix{sequence, length, read->finish()};
+}
+
+std::optional<Sha256Lane> Journal::knownPrefix(std::uint64_t sequence) const {
+  if (sequence == 0) {
+    Sha256Lane hash;
+    hash.update(header_.bytes);
+    return hash;
+  }
+  if (prefixMemo_ && prefixMemo_->sequence == sequence) return prefixMemo_->hash;
+  return std::nullopt;
+}
+
+void Journal::rememberPrefix(std::uint64_t sequence, const Sha256Lane& hash) {
+  if (!prefixMemo_ || prefixMemo_->sequence < sequence) prefixMemo_ = PrefixMemo{sequence, hash};
+}
+
+asio::awaitable<Res<Bytes>> Journal::record(std::uint64_t sequence) {
+  if (sequence < 1 || sequence > endSequence()) {
+    co_return err(Errc::usage, "no record " + std::to_string(sequence));
+  }
+  std::uint64_t start = ends_[sequence - 1];
+  Bytes frame;
+  auto read = co_await readRange(start, ends_[sequence], [&](ByteView chunk) -> Res<void> {
+    frame.insert(frame.end(), chunk.begin(), chunk.end());
+    return {};
+  });
+  if (!read) co_return Failure<Error>{read.error()};
+  FrameScanner check(start, sequence);
+  if (auto ok = check.feed(frame); !ok || !check.atBoundary()) {
+    co_return err(Errc::format, "record " + std::to_string(sequence) + " is damaged on disk");
+  }
+  co_return Bytes(frame.begin() + limits::kFrameHeaderBytes, frame.end() - 4);
+}
+
+asio::awaitable<Res<std::uint64_t>> Journal::append(ByteView payload) {
+  Impl& s = *impl_;
+  if (s.failed) co_return Failure<Error>{*s.failed};
+  if (!s.scanned) co_return err(Errc::usage, "the journal was opened without its frames scanned");
+  if (options_.readOnly) co_return err(Errc::usage, "the journal was opened to read only");
+  if (payload.size() > limits::kMaxPayloadBytes) {
+    co_return err(Errc::usage, "record of " + std::to_string(payload.size()) +
+                                   " bytes exceeds the cap of " +
+                                   std::to_string(limits::kMaxPayloadBytes) + " bytes");
+  }
+  if (s.waiting >= options_.maxWaitingAppenders) {
+    co_return err(Errc::busy, "too many appenders waiting (" + std::to_string(s.waiting) + ")");
+  }
+  if (s.nextSequence > limits::kMaxPrefixFrames) {
+    co_return err(Errc::usage, "the journal holds the most frames it can (268435456)");
+  }
+  ++s.waiting;
+  std::uint64_t frame = frameLength(payload.size());
+  // First come, first sequenced: an appender waits while others wait before it or while the
+  // pending batch has no room; the writer admits waiters in order, reserving their room.
+  bool mustWait = !s.roomWaiters.empty() || s.reserved > 0 ||
+                  (!s.pending.empty() && s.pending.bytes.size() + frame > options_.maxBatchBytes);
+  if (mustWait) {
+    Signal room;
+    s.roomWaiters.push_back({&room, frame});
+    co_await room.wait();
+    s.reserved -= frame;
+    if (s.failed) {
+      --s.waiting;
+      co_return Failure<Error>{*s.failed};
+    }
+  }
+  std::uint64_t sequence = s.nextSequence++;
+  appendFrame(s.pending.bytes, sequence, payload);
+  s.pending.ends.push_back(s.pending.bytes.size());
+  Completion<Res<std::uint64_t>> done;
+  s.pending.waiters.push_back(&done);
+  if (!s.writing) {
+    s.writing = true;
+    asio::co_spawn(co_await asio::this_coro::executor, writeBatches(), asio::detached);
+  }
+  auto result = co_await done.wait();
+  --s.waiting;
+  co_return result;
+}
+
+// The group-commit writer: while frames are pending, take them all as one batch, write it
+// with one pwrite and make it durable with one fdatasync, then acknowledge every appender in
+// it. Appends that arrive meanwhile form the next batch. At most one batch is unsynced.
+asio::awaitable<void> Journal::writeBatches() {
+  Impl& s = *impl_;
+  while (!s.pending.empty() && !s.failed) {
+    Batch batch = std::move(s.pending);
+    s.pending = Batch{};
+    s.admitWaiters(options_.maxBatchBytes);
+
+    std::uint64_t at = endOffset();
+    auto wrote = co_await uring_.write(s.file.fd(), batch.bytes, at);
+    io::IoResult<void> synced = wrote;
+    if (wrote) synced = co_await uring_.fdatasync(s.file.fd());
+    if (!synced) {
+      // fsync failure leaves the page cache's state unknown: never retry, never acknowledge.
+      s.failed =
+          Error{Errc::io, "journal write or fdatasync failed at offset " + std::to_string(at) +
+                              ": " + synced.error().message() + "; reopen the journal to recover"};
+      for (auto* w : batch.waiters) w->complete(Failure<Error>{*s.failed});
+      break;
+    }
+    std::uint64_t first = endSequence() + 1;
+    for (std::uint64_t end : batch.ends) ends_.push_back(at + end);
+    ++batches_;
+    for (std::size_t i = 0; i < batch.waiters.size(); ++i) batch.waiters[i]->complete(first + i);
+    // Let the appenders just acknowledged run (their resumptions are queued behind us) before
+    // cutting the next batch: an appender in a loop appends again and joins that batch, so a
+    // sync carries every waiting appender rather than alternating halves (measured: K/2
+    // records per sync without this, K with it).
+    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+  }
+  if (s.failed) {
+    for (auto* w : s.pending.waiters) w->complete(Failure<Error>{*s.failed});
+    s.pending = Batch{};
+    s.wakeAllWaiters();
+  }
+  s.writing = false;
+}
+
+}  // namespace cairn

@@ -1,0 +1,349 @@
+#include "engine/ops/vacuum.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "engine/format/checks.hpp"
+#include "engine/format/keys.hpp"
+#include "engine/graph/checkpoint.hpp"
+#include "engine/graph/verifier.hpp"
+#include "engine/store/object_store.hpp"
+#include "engine/store/store_errors.hpp"
+
+namespace cairn {
+
+namespace asio = boost::asio;
+
+std::string_view vacuumVerdictName(VacuumVerdict v) {
+  switch (v) {
+    case VacuumVerdict::reclaim:
+      return "reclaim";
+    case VacuumVerdict::young:
+      return "young";
+    case VacuumVerdict::candidate:
+      return "candidate";
+    case VacuumVerdict::unknownAge:
+      return "unknown-age";
+    case VacuumVerdict::foreign:
+      return "foreign";
+  }
+  return "foreign";
+}
+
+namespace {
+
+constexpr std::uint64_t kMaxRestarts = 5;
+constexpr std::size_t kDeleteBatch = 32;
+
+// Stores keep whole seconds (S3 truncates): the object may be up to a second younger than its
+// timestamp says, so its age is counted from the next second.
+std::int64_t ageOf(std::int64_t now, std::int64_t modified) { return now - modified - 1; }
+
+// What the unreachable head copies say: those newer than the current head are candidates (a
+// pending or uncertain intent, or a publication in flight) whose whole graph is kept, whatever
+// its age; for the others, the manifest each one names (kept as long as that head copy is).
+struct HeadCopies {
+  std::set<std::string> candidateGraphs;
+  std::map<std::string, std::string> manifestOf;  // head copy key -> manifest key
+};
+
+asio::awaitable<Res<HeadCopies>> readHeadCopies(ObjectStore& store, const Uuid& ns,
+                                                const std::vector<ObjectInfo>& listing,
+                                                const RetainedGraph& graph,
+                                                OperationBudget& budget) {
+  HeadCopies out;
+  const std::string prefix = namespacePrefix(ns);
+  const std::uint64_t currentRevision = graph.current ? graph.current->fields().revision : 0;
+  for (const auto& o : listing) {
+    if (graph.reachable.count(o.key) || classifyKey(o.key, prefix) != ObjectClass::headCopy) {
+      continue;
+    }
+    std::string_view hex = std::string_view(o.key).substr(prefix.size() + 5);
+    hex.remove_suffix(4);  // ".bin"
+    auto id = fromHex(hex);
+    if (!id || id->size() != 32) continue;  // not a name cairn writes: never a candidate
+    Digest d{};
+    std::copy(id->begin(), id->end(), d.begin());
+    if (auto r = budget.reserve(limits::kHeadBytes, 0, 1, o.key); !r) {
+      co_return Failure<Error>{r.error()};
+    }
+    auto got = co_await store.get(o.key, limits::kHeadBytes);
+    if (!got) {
+      if (got.error().status == StoreStatus::missing) continue;
+      if (got.error().status == StoreStatus::failure && o.size != limits::kHeadBytes) continue;
+      co_return storeError(got.error(), o.key);
+    }
+    auto head = decodeHead(got->bytes, HeadReference{d, limits::kHeadBytes});
+    if (!head || head->fields().ns != ns) continue;  // damaged or foreign: judged by its age
+    std::string manifestKey = keys::manifest(ns, head->fields().manifestSha256);
+    if (head->fields().revision <= currentRevision) {
+      out.manifestOf[o.key] = manifestKey;
+      continue;
+    }
+    out.candidateGraphs.insert(o.key);
+    out.candidateGraphs.insert(manifestKey);
+    if (auto r = budget.reserve(head->fields().manifestLength, 0, 1, manifestKey); !r) {
+      co_return Failure<Error>{r.error()};
+    }
+    auto manifestBytes = co_await store.get(manifestKey, head->fields().manifestLength);
+    if (!manifestBytes) {
+      // A candidate whose manifest never arrived keeps what it has; any doubt keeps more.
+      if (manifestBytes.error().status == StoreStatus::missing) continue;
+      co_return storeError(manifestBytes.error(), manifestKey);
+    }
+    auto manifest = bindManifest(*head, manifestBytes->bytes);
+    if (!manifest) continue;
+    for (const auto& seg : manifest->segments) {
+      out.candidateGraphs.insert(keys::segment(ns, seg.objectSha256));
+    }
+  }
+  co_return out;
+}
+
+void add(std::array<UsageCount, kObjectClasses>& counts, ObjectClass c, std::uint64_t bytes) {
+  auto& u = counts[static_cast<std::size_t>(c)];
+  ++u.objects;
+  u.bytes += bytes;
+}
+
+// A manifest goes only with every unreachable head copy that names it: a kept head copy keeps
+// its manifest, so a later walk of every revision finds no head without its manifest.
+void keepManifestsOfKeptHeadCopies(std::vector<VacuumObject>& objects, const HeadCopies& copies) {
+  std::set<std::string> keptManifests;
+  for (const auto& v : objects) {
+    auto named = copies.manifestOf.find(v.key);
+    if (named != copies.manifestOf.end() && v.verdict != VacuumVerdict::reclaim) {
+      keptManifests.insert(named->second);
+    }
+  }
+  for (auto& v : objects) {
+    if (v.verdict == VacuumVerdict::reclaim && keptManifests.count(v.key)) {
+      v.verdict = VacuumVerdict::young;
+    }
+  }
+}
+
+int deletionOrder(ObjectClass c) {
+  switch (c) {
+    case ObjectClass::headCopy:
+      return 0;  // first: a head copy found young keeps its manifest, judged after it
+    case ObjectClass::manifest:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The store's leftovers (temporary files of writers that died), deleted with apply.
+asio::awaitable<Res<VacuumReport>> withLeftovers(ObjectStore& store, const VacuumOptions& options,
+                                                 VacuumReport report) {
+  auto leftovers = co_await store.leftovers(options.apply);
+  if (!leftovers) co_return storeError(leftovers.error(), store.describe());
+  report.leftovers = *leftovers;
+  co_return report;
+}
+
+}  // namespace
+
+asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,
+                                                   const VacuumOptions& options,
+                                                   EngineLimits& limits, OperationBudget& budget) {
+  static_assert(kVacuumIssueWindow + kVacuumDeleteTimeout < kRewriteSettle,
+                "a publisher's settle wait must outlast vacuum's DELETE window");
+  if (options.graceSeconds < 0) co_return err(Errc::usage, "the grace period must be >= 0");
+  if (options.publisherReuseMaxAge.count() < 0 ||
+      options.graceSeconds < 2 * options.publisherReuseMaxAge.count()) {
+    co_return err(Errc::usage,
+                  "a grace period of " + std::to_string(options.graceSeconds) +
+                      " s could delete what a concurrent publisher relies on: it must be at "
+                      "least twice the longest reuse age of any publisher (" +
+                      std::to_string(options.publisherReuseMaxAge.count()) + " s), so at least " +
+                      std::to_string(2 * options.publisherReuseMaxAge.count()) + " s");
+  }
+  if (ns.isNil()) co_return err(Errc::usage, "the namespace must not be the nil UUID");
+  const auto now = options.now ? options.now : std::function<std::int64_t()>(unixSecondsNow);
+  const std::string prefix = namespacePrefix(ns);
+  const std::string headKey = keys::currentHead(ns);
+  VacuumReport report;
+  for (std::uint64_t attempt = 0;; ++attempt) {
+    // The listing comes first, the walk after it: whatever a head selected before the walk
+    // is reachable, and whatever was written after the listing is not in it.
+    std::vector<ObjectInfo> listing;
+    auto listed =
+        co_await forEachObject(store, prefix, budget, [&](const ObjectInfo& o) -> Res<void> {
+          if (listing.size() >= kMaxListedObjects) {
+            return err(Errc::budget, "more than " + std::to_string(kMaxListedObjects) +
+                                         " objects under " + prefix +
+                                         ": vacuum holds at most that many; nothing was deleted");
+          }
+          listing.push_back(o);
+          return {};
+        });
+    if (!listed) co_return Failure<Error>{listed.error()};
+    auto graph = co_await retainedGraph(store, ns, options.keepRevisions, budget);
+    if (!graph) co_return Failure<Error>{graph.error()};
+    auto copies = co_await readHeadCopies(store, ns, listing, *graph, budget);
+    if (!copies) co_return Failure<Error>{copies.error()};
+
+    report.current = graph->current;
+    report.revisions = graph->heads.size();
+    report.historyEnds = graph->historyEnds;
+    report.unreachable.clear();
+    report.reachable = {};
+    const std::int64_t listedAt = now();
+    for (const auto& o : listing) {
+      ObjectClass cls = classifyKey(o.key, prefix);
+      if (graph->reachable.count(o.key)) {
+        add(report.reachable, cls, o.size);
+        continue;
+      }
+      VacuumObject v{o.key, cls, o.size, 0, VacuumVerdict::reclaim, false};
+      if (o.modifiedUnixSeconds != 0) {
+        v.ageSeconds = std::max<std::int64_t>(0, ageOf(listedAt, o.modifiedUnixSeconds));
+      }
+      if (cls == ObjectClass::other || cls == ObjectClass::head) {
+        v.verdict = VacuumVerdict::foreign;
+      } else if (copies->candidateGraphs.count(o.key)) {
+        v.verdict = VacuumVerdict::candidate;
+      } else if (o.modifiedUnixSeconds == 0) {
+        v.verdict = VacuumVerdict::unknownAge;
+      } else if (ageOf(listedAt, o.modifiedUnixSeconds) < options.graceSeconds) {
+        v.verdict = VacuumVerdict::young;
+      }
+      report.unreachable.push_back(std::move(v));
+    }
+    keepManifestsOfKeptHeadCopies(report.unreachable, *copies);
+    auto tally = [&] {
+      report.reclaimable = {};
+      report.kept = {};
+      for (const auto& v : report.unreachable) {
+        add(v.verdict == VacuumVerdict::reclaim ? report.reclaimable : report.kept, v.cls, v.size);
+      }
+    };
+    tally();
+    if (!options.apply) co_return co_await withLeftovers(store, options, std::move(report));
+    if (!graph->current) {
+      co_return Failure<Error>{
+          Error{Errc::missing,
+                headKey + ": the namespace has no current head; vacuum deletes nothing without one "
+                          "(repair it first: cairn repair-head)",
+                headKey}};
+    }
+
+    // Delete in batches: HEAD each object (its age again), re-read the head (unchanged, or
+    // start over), then DELETE within the window of those HEADs. Head copies go before the
+    // manifests they name, so a head copy found young keeps its manifest.
+    std::vector<VacuumObject*> due;
+    for (auto& v : report.unreachable) {
+      if (v.verdict == VacuumVerdict::reclaim) due.push_back(&v);
+    }
+    std::stable_sort(due.begin(), due.end(), [](const VacuumObject* a, const VacuumObject* b) {
+      return deletionOrder(a->cls) < deletionOrder(b->cls);
+    });
+    std::set<std::string> keptHeadCopyManifests;
+    bool moved = false;
+    std::size_t next = 0;
+    std::size_t batch = kDeleteBatch;
+    while (next < due.size() && !moved) {
+      const auto batchStart = std::chrono::steady_clock::now();
+      std::set<VacuumObject*> eligible;
+      std::size_t end = std::min(due.size(), next + batch);
+      for (std::size_t i = next; i < end; ++i) {
+        VacuumObject& v = *due[i];
+        v.verdict = VacuumVerdict::reclaim;  // judged again by this HEAD
+        if (auto r = budget.reserve(0, 0, 1, v.key); !r) co_return Failure<Error>{r.error()};
+        auto info = co_await store.head(v.key);
+        if (!info) {
+          if (info.error().status == StoreStatus::missing) continue;  // already gone
+          co_return storeError(info.error(), v.key);
+        }
+        if (info->modifiedUnixSeconds == 0) {
+          v.verdict = VacuumVerdict::unknownAge;
+        } else if (ageOf(now(), info->modifiedUnixSeconds) < options.graceSeconds) {
+          v.verdict = VacuumVerdict::young;  // rewritten meanwhile: a publisher relies on it
+        } else if (v.cls == ObjectClass::manifest && keptHeadCopyManifests.count(v.key)) {
+          v.verdict = VacuumVerdict::young;  // its head copy turned out young
+        } else {
+          eligible.insert(&v);
+        }
+        if (v.verdict != VacuumVerdict::reclaim) {
+          auto named = copies->manifestOf.find(v.key);
+          if (named != copies->manifestOf.end()) keptHeadCopyManifests.insert(named->second);
+        }
+      }
+      if (auto r = budget.reserve(limits::kHeadBytes, 0, 1, headKey); !r) {
+        co_return Failure<Error>{r.error()};
+      }
+      auto head = co_await store.get(headKey, limits::kHeadBytes);
+      if (!head && head.error().status != StoreStatus::missing) {
+        co_return storeError(head.error(), headKey);
+      }
+      bool same =
+          head && std::equal(head->bytes.begin(), head->bytes.end(),
+                             graph->current->image().begin(), graph->current->image().end());
+      if (!same) {
+        moved = true;
+        break;
+      }
+      std::size_t done = next;
+      for (std::size_t i = next; i < end; ++i) {
+        if (std::chrono::steady_clock::now() - batchStart > kVacuumIssueWindow) break;
+        done = i + 1;
+        VacuumObject& v = *due[i];
+        if (!eligible.count(&v)) continue;
+        if (auto r = budget.reserve(0, 0, 1, v.key); !r) co_return Failure<Error>{r.error()};
+        auto removed = co_await store.removeWithin(v.key, kVacuumDeleteTimeout);
+        if (!removed) {
+          Error e = storeError(removed.error(), v.key).error;
+          e.message += "; vacuum stopped (a DELETE must be answered within " +
+                       std::to_string(kVacuumDeleteTimeout.count()) + " ms)";
+          co_return Failure<Error>{std::move(e)};
+        }
+        v.deleted = true;
+        add(report.deleted, v.cls, v.size);
+      }
+      if (done == next) {
+        // Not even one DELETE fit in the window after its HEAD: smaller batches, and a store
+        // too slow for one object at a time is an error, not a risk.
+        if (batch == 1) {
+          co_return err(Errc::store, store.describe() + " answers too slowly for vacuum's " +
+                                         std::to_string(kVacuumIssueWindow.count()) +
+                                         " ms window between a HEAD and its DELETE");
+        }
+        batch = std::max<std::size_t>(1, batch / 2);
+      }
+      next = done;  // the window closed: the rest are HEADed again in the next batch
+    }
+    for (const auto& v : report.unreachable) {
+      if (v.verdict == VacuumVerdict::reclaim && !v.deleted) ++report.vanished;
+    }
+    tally();
+    if (moved) {
+      if (attempt >= kMaxRestarts) {
+        co_return err(Errc::conflict, headKey + " kept moving while vacuum ran (" +
+                                          std::to_string(kMaxRestarts) +
+                                          " restarts); nothing unsafe was deleted, run it again");
+      }
+      ++report.restarts;
+      report.vanished = 0;
+      continue;
+    }
+    VerifyOptions shallow;
+    auto verified =
+        co_await verifyHeadGraph(store, *report.current, nullptr, limits, budget, shallow);
+    if (!verified) {
+      Error e = verified.error();
+      e.message = "after vacuum, the current head's graph does not verify: " + e.message;
+      co_return Failure<Error>{std::move(e)};
+    }
+    report.verified = true;
+    co_return co_await withLeftovers(store, options, std::move(report));
+  }
+}
+
+}  // namespace cairn
