@@ -81,4 +81,23 @@ class [[nodiscard]] Result<void, E> {
   std::optional<E> e_;
 };
 
+// The failure of `r`, to hand on unchanged: `co_return failureOf(r);`.
+template <class T, class E>
+Failure<E> failureOf(const Result<T, E>& r) {
+  return Failure<E>{r.error()};
+}
+
 }  // namespace cairn
+
+// Evaluates `expr` (a Result) and, if it failed, returns its failure from the enclosing
+// function (CAIRN_TRY) or coroutine (CAIRN_CO_TRY); its value, if any, is dropped.
+#define CAIRN_TRY(expr)                                       \
+  do {                                                        \
+    auto cairnTried_ = (expr);                                \
+    if (!cairnTried_) return ::cairn::failureOf(cairnTried_); \
+  } while (false)
+#define CAIRN_CO_TRY(expr)                                       \
+  do {                                                           \
+    auto cairnTried_ = (expr);                                   \
+    if (!cairnTried_) co_return ::cairn::failureOf(cairnTried_); \
+  } while (false)

@@ -18,6 +18,7 @@
 #include "engine/cli/run.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/graph/checkpoint.hpp"
+#include "engine/graph/heads.hpp"
 #include "engine/graph/verifier.hpp"
 #include "engine/journal/journal.hpp"
 #include "engine/publish/publisher.hpp"
@@ -174,21 +175,19 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
                                            budget, vopt, progress);
   }
   std::string key = keys::currentHead(o.ns);
-  auto image = co_await o.store->get(key, limits::kHeadBytes);
-  if (!image) {
-    co_return Failure<Error>{
-        Error{image.error().status == StoreStatus::missing ? Errc::missing : Errc::store,
-              key + ": " + image.error().message, key}};
+  auto seen = co_await observeHead(*o.store, o.ns, budget);
+  if (!seen) co_return failureOf(seen);
+  if (seen->missing()) {
+    co_return Failure<Error>{Error{Errc::missing, key + ": the namespace has no head", key}};
   }
-  auto decoded = decodeHead(image->bytes);
-  if (!decoded) co_return Failure<Error>{Error{decoded.error().code, decoded.error().message, key}};
-  head.emplace(std::move(*decoded));
+  if (seen->malformed()) co_return Failure<Error>{Error{Errc::format, seen->damage, key}};
+  head = seen->head;
   if (head->fields().ns != o.ns) {
     co_return Failure<Error>{
         Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
   }
   if (journal) {  // (its lineage is known from its header)
-    if (auto ok = headBinds(head, *journal, o.ns); !ok) co_return Failure<Error>{ok.error()};
+    CAIRN_CO_TRY(headBinds(head, *journal, o.ns));
   }
   co_return co_await verifyHeadGraph(*o.store, *head, journal, limits, budget, vopt, progress);
 }

@@ -138,31 +138,23 @@ std::nullopt_t RecordSplitter::compact() {
   return std::nullopt;
 }
 
-asio::awaitable<Res<void>> readRecords(bool lengthPrefixed,
-                                       const std::function<asio::awaitable<bool>(Bytes)>& take,
-                                       const std::function<bool()>& stop,
-                                       const std::function<void()>& afterChunk) {
-  StdinReader reader(co_await asio::this_coro::executor);
-  RecordSplitter splitter(lengthPrefixed);
-  bool more = true;
-  while (more && !(stop && stop())) {
-    Bytes chunk = co_await reader.next();
-    if (chunk.empty()) break;
-    splitter.feed(chunk);
-    while (more) {
-      auto record = splitter.next();
-      if (!record) break;
-      more = co_await take(std::move(*record));
+asio::awaitable<Res<std::optional<Bytes>>> StdinRecords::next() {
+  // Bounded: each pass takes a record, or reads a chunk, or ends.
+  for (;;) {
+    if (auto record = splitter_.next()) co_return std::optional<Bytes>{std::move(*record)};
+    if (!splitter_.error().empty()) co_return err(Errc::usage, splitter_.error());
+    if (ended_) co_return std::optional<Bytes>{};
+    Bytes chunk = co_await reader_.next();
+    if (!chunk.empty()) {
+      splitter_.feed(chunk);
+      continue;
     }
-    if (!splitter.error().empty()) break;
-    if (afterChunk) afterChunk();
+    if (!reader_.error().empty()) co_return err(Errc::io, reader_.error());
+    ended_ = true;
+    auto tail = splitter_.finish();
+    if (!splitter_.error().empty()) co_return err(Errc::usage, splitter_.error());
+    if (tail) co_return std::optional<Bytes>{std::move(*tail)};
   }
-  if (!reader.error().empty()) co_return err(Errc::io, reader.error());
-  if (more && splitter.error().empty() && !(stop && stop())) {
-    if (auto tail = splitter.finish()) co_await take(std::move(*tail));
-  }
-  if (!splitter.error().empty()) co_return err(Errc::usage, splitter.error());
-  co_return Res<void>{};
 }
 
 }  // namespace cairn::cli

@@ -83,12 +83,19 @@ class RecordSplitter {
   std::string error_;
 };
 
-// Reads standard input and hands each record to `take` (which returns false to stop: its
-// group failed) until the input ends, `take` or `stop` says stop, or a read or split fails;
-// `afterChunk` runs after each chunk's records. The error is the input's own (io: read(2)
-// failed; usage: a record over the cap, a cut length-prefixed record); stopping is not one.
-boost::asio::awaitable<Res<void>> readRecords(
-    bool lengthPrefixed, const std::function<boost::asio::awaitable<bool>(Bytes)>& take,
-    const std::function<bool()>& stop = {}, const std::function<void()>& afterChunk = {});
+// The records of standard input, one at a time (a RecordSource of the ingest job): the next
+// one, std::nullopt at the end, or the input's own error (io: read(2) failed; usage: a record
+// over the cap, a cut length-prefixed record).
+class StdinRecords {
+ public:
+  StdinRecords(boost::asio::any_io_executor executor, bool lengthPrefixed)
+      : reader_(std::move(executor)), splitter_(lengthPrefixed) {}
+  boost::asio::awaitable<Res<std::optional<Bytes>>> next();
+
+ private:
+  StdinReader reader_;
+  RecordSplitter splitter_;
+  bool ended_ = false;
+};
 
 }  // namespace cairn::cli

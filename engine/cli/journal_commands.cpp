@@ -95,17 +95,22 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendOptions& opt) {
   std::uint64_t last = journal.endSequence();
   auto executor = co_await asio::this_coro::executor;
   TaskGroup appends(executor, kAppendConcurrency);
-  auto appendOne = [&](Bytes record) -> asio::awaitable<bool> {
-    if (!co_await appends.room()) co_return false;
-    appends.start([&, payload = std::move(record)]() -> asio::awaitable<Res<void>> {
+  StdinRecords records(executor, /*lengthPrefixed=*/false);
+  Res<void> input;
+  for (;;) {
+    auto record = co_await records.next();
+    if (!record) {
+      input = failureOf(record);
+      break;
+    }
+    if (!*record || !co_await appends.room()) break;
+    appends.start([&, payload = std::move(**record)]() -> asio::awaitable<Res<void>> {
       auto r = co_await journal.append(payload);
-      if (!r) co_return Failure<Error>{r.error()};
+      if (!r) co_return failureOf(r);
       last = std::max(last, *r);
       co_return Res<void>{};
     });
-    co_return true;
-  };
-  Res<void> input = co_await readRecords(/*lengthPrefixed=*/false, appendOne);
+  }
   Res<void> appended = co_await appends.wait();
   // What stopped the input comes first; the journal's own failure after it.
   std::optional<Error> failure;

@@ -13,7 +13,8 @@
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 #include "engine/cli/run.hpp"
-#include "engine/ops/maintenance.hpp"
+#include "engine/ops/backup.hpp"
+#include "engine/ops/repair.hpp"
 #include "engine/ops/vacuum.hpp"
 #include "engine/store/open_store.hpp"
 #include "io/uring.hpp"
@@ -116,23 +117,8 @@ struct VacuumCli {
   bool json = false;
 };
 
-asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
-  auto start = Clock::now();
-  auto target = openNamespace(uring, co_await asio::this_coro::executor, opt.store, opt.ns);
-  if (!target) co_return reportJson(opt.json, target.error(), secondsSince(start));
-  auto& [ns, store] = *target;
-  VacuumOptions options;
-  options.keepRevisions = opt.keepRevisions;
-  options.graceSeconds = opt.graceSeconds;
-  options.apply = opt.apply;
-  // Tests only (docs/operations.md): no publisher runs beside this vacuum, any grace will do.
-  if (const char* unsafe = std::getenv("CAIRN_TEST_UNSAFE_GRACE"); unsafe && *unsafe == '1') {
-    options.publisherReuseMaxAge = std::chrono::seconds(0);
-  }
-  EngineLimits limits;
-  OperationBudget budget;
-  auto r = co_await vacuumNamespace(*store, ns, options, limits, budget);
-  if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
+void printVacuum(const VacuumCli& opt, const VacuumReport& report, double seconds) {
+  const VacuumReport* r = &report;
   if (opt.json) {
     std::string objects = "[";
     bool first = true;
@@ -165,8 +151,8 @@ asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
                   .add("verified", r->verified)
                   .addRaw("leftovers", leftoversJson(r->leftovers))
                   .addRaw("objects", objects)
-                  .add("seconds", secondsSince(start)));
-    co_return 0;
+                  .add("seconds", seconds));
+    return;
   }
   for (const auto& v : r->unreachable) {
     std::printf("%-9s %-10s %8lld s %12llu  %s%s\n", std::string(objectClassName(v.cls)).c_str(),
@@ -189,6 +175,26 @@ asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
   } else {
     std::cout << "dry run: nothing deleted (--apply deletes)\n";
   }
+}
+
+asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
+  auto start = Clock::now();
+  auto target = openNamespace(uring, co_await asio::this_coro::executor, opt.store, opt.ns);
+  if (!target) co_return reportJson(opt.json, target.error(), secondsSince(start));
+  auto& [ns, store] = *target;
+  VacuumOptions options;
+  options.keepRevisions = opt.keepRevisions;
+  options.graceSeconds = opt.graceSeconds;
+  options.apply = opt.apply;
+  // Tests only (docs/operations.md): no publisher runs beside this vacuum, any grace will do.
+  if (const char* unsafe = std::getenv("CAIRN_TEST_UNSAFE_GRACE"); unsafe && *unsafe == '1') {
+    options.publisherReuseMaxAge = std::chrono::seconds(0);
+  }
+  EngineLimits limits;
+  OperationBudget budget;
+  auto r = co_await vacuumNamespace(*store, ns, options, limits, budget);
+  if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
+  printVacuum(opt, *r, secondsSince(start));
   co_return 0;
 }
 

@@ -32,6 +32,8 @@
 #include "engine/cli/run.hpp"
 #include "engine/database.hpp"
 #include "engine/format/keys.hpp"
+#include "engine/graph/heads.hpp"
+#include "engine/ops/ingest.hpp"
 #include "engine/ops/recovery.hpp"
 #include "engine/runtime/async.hpp"
 #include "engine/runtime/task_group.hpp"
@@ -192,19 +194,79 @@ void describeTails(const std::string& dir, const Journal& journal, JsonObject& o
   out.addRaw("torn_tail_files", list + "]");
 }
 
+// The publisher state's part of `status`: the store, the bindings, the expected head and
+// any pending intent.
+void describeState(const PublisherState& s, JsonObject& out, std::string& text) {
+  out.add("store", s.storeUrl).add("namespace", s.ns.text()).add("publisher", s.publisher.text());
+  text += "store           " + s.storeUrl + "\nnamespace       " + s.ns.text() +
+          "\npublisher       " + s.publisher.text() + "\n";
+  if (s.expected) {
+    out.addRaw("expected", headJson(s.expected->head).add("etag", s.expected->etag).str());
+    text += "expected head   revision " + std::to_string(s.expected->head.fields().revision) +
+            ", id " + toHex(s.expected->head.id()) + ", prefix sequence " +
+            std::to_string(s.expected->head.fields().prefixSequence) + "\n";
+  } else {
+    out.addNull("expected");
+    text += "expected head   none (the namespace is uninitialized)\n";
+  }
+  if (s.pending) {
+    out.addRaw("pending", headJson(s.pending->candidate)
+                              .add("precondition", s.pending->precondition == Precondition::ifMatch
+                                                       ? "if-match"
+                                                       : "if-none-match")
+                              .add("etag", s.pending->etag)
+                              .str());
+    text += "pending intent  candidate revision " +
+            std::to_string(s.pending->candidate.fields().revision) + ", id " +
+            toHex(s.pending->candidate.id()) + " (run cairn checkpoint to reconcile)\n";
+  } else {
+    out.addNull("pending");
+    text += "pending intent  none\n";
+  }
+}
+
+// What the store selects now, judged against the local state; reading only.
+asio::awaitable<Res<void>> describeSelection(io::Uring& uring, const PublisherState& s,
+                                             JsonObject& out, std::string& text) {
+  auto store = openStore(uring, co_await asio::this_coro::executor, s.storeUrl);
+  if (!store) co_return err(Errc::usage, "store " + s.storeUrl + ": " + store.error());
+  OperationBudget budget;
+  auto seen = co_await observeHead(**store, s.ns, budget);
+  std::string selected;
+  if (!seen) {
+    selected = "unknown";
+    out.add("store_error", seen.error().message);
+  } else if (seen->missing()) {
+    selected = "missing";
+  } else if (seen->malformed()) {
+    selected = "malformed";
+  } else {
+    const Head& h = *seen->head;
+    if (s.pending && h.image() == s.pending->candidate.image()) {
+      selected = "candidate";
+    } else if (s.expected && h.image() == s.expected->head.image()) {
+      selected = "expected";
+    } else {
+      selected = "other";
+    }
+    out.addRaw("store_head", headJson(h).str());
+  }
+  out.add("selected", selected);
+  text += "store selects   " + selected + "\n";
+  co_return Res<void>{};
+}
+
 asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
   auto start = Clock::now();
-  // The local files first, under the directory's lock; the lock goes before the store is
-  // asked anything, so a store that never answers holds no database hostage.
+  // 1. The local files, under the directory's lock.
   DatabaseOptions options;
   options.openStore = false;        // opened below, once the lock is released
   options.journal.readOnly = true;  // status writes nothing (a torn tail is only reported)
   auto db = co_await Database::open(uring, opt.dir, options);
   if (!db) co_return reportJson(opt.json, db.error(), secondsSince(start));
   Journal& journal = (*db)->journal();
-  std::optional<PublisherState> stateCopy;
-  if ((*db)->publisherState()) stateCopy = *(*db)->publisherState();
-  const PublisherState* state = stateCopy ? &*stateCopy : nullptr;
+  std::optional<PublisherState> state;
+  if ((*db)->publisherState()) state = *(*db)->publisherState();
   JsonObject out;
   out.add("ok", true)
       .add("lineage", toHex(journal.lineage()))
@@ -213,70 +275,18 @@ asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
   std::string text = "journal         end sequence " + std::to_string(journal.endSequence()) +
                      " (" + std::to_string(journal.endOffset()) + " bytes)\n";
   describeTails(opt.dir, journal, out, text);
-  if (!state) {
+  if (state) {
+    describeState(*state, out, text);
+  } else {
     out.addNull("store");
     text += "store           none (journal only)\n";
-  } else {
-    const PublisherState& s = *state;
-    out.add("store", s.storeUrl).add("namespace", s.ns.text()).add("publisher", s.publisher.text());
-    text += "store           " + s.storeUrl + "\nnamespace       " + s.ns.text() +
-            "\npublisher       " + s.publisher.text() + "\n";
-    if (s.expected) {
-      out.addRaw("expected", headJson(s.expected->head).add("etag", s.expected->etag).str());
-      text += "expected head   revision " + std::to_string(s.expected->head.fields().revision) +
-              ", id " + toHex(s.expected->head.id()) + ", prefix sequence " +
-              std::to_string(s.expected->head.fields().prefixSequence) + "\n";
-    } else {
-      out.addNull("expected");
-      text += "expected head   none (the namespace is uninitialized)\n";
-    }
-    if (s.pending) {
-      out.addRaw(
-          "pending",
-          headJson(s.pending->candidate)
-              .add("precondition",
-                   s.pending->precondition == Precondition::ifMatch ? "if-match" : "if-none-match")
-              .add("etag", s.pending->etag)
-              .str());
-      text += "pending intent  candidate revision " +
-              std::to_string(s.pending->candidate.fields().revision) + ", id " +
-              toHex(s.pending->candidate.id()) + " (run cairn checkpoint to reconcile)\n";
-    } else {
-      out.addNull("pending");
-      text += "pending intent  none\n";
-    }
-    // What the store selects now, judged against the local state; reading only.
-    if (!opt.offline) {
-      std::string key = keys::currentHead(s.ns);
-      db->reset();  // the lock is released: nothing below touches the directory
-      auto store = openStore(uring, co_await asio::this_coro::executor, s.storeUrl);
-      if (!store) {
-        co_return reportJson(opt.json,
-                             Error{Errc::usage, "store " + s.storeUrl + ": " + store.error()},
-                             secondsSince(start));
-      }
-      auto got = co_await (*store)->get(key, limits::kHeadBytes);
-      std::string selected;
-      if (!got && got.error().status == StoreStatus::missing) {
-        selected = "missing";
-      } else if (!got) {
-        selected = "unknown";
-        out.add("store_error", storeError(got.error(), key).error.message);
-      } else if (auto h = decodeHead(got->bytes); !h) {
-        selected = "malformed";
-      } else {
-        if (s.pending && h->image() == s.pending->candidate.image()) {
-          selected = "candidate";
-        } else if (s.expected && h->image() == s.expected->head.image()) {
-          selected = "expected";
-        } else {
-          selected = "other";
-        }
-        out.addRaw("store_head", headJson(*h).str());
-      }
-      out.add("selected", selected);
-      text += "store selects   " + selected + "\n";
-    }
+  }
+  // 2. The lock goes before the store is asked anything: a store that never answers holds
+  // no database hostage.
+  db->reset();
+  if (state && !opt.offline) {
+    auto described = co_await describeSelection(uring, *state, out, text);
+    if (!described) co_return reportJson(opt.json, described.error(), secondsSince(start));
   }
   if (opt.json) {
     printJson(out);
@@ -303,48 +313,45 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
   const Uuid* ns = &opened->ns;
   // Newest first: the current head, then each predecessor's immutable copy, each checked
   // against the exact reference its successor names.
-  std::string key = keys::currentHead(*ns);
-  std::optional<HeadReference> expected;
+  const std::string key = keys::currentHead(*ns);
   std::string entries = "[";
   std::uint64_t count = 0;
   std::optional<Error> broken;
   bool historyEnds = false;
-  for (;;) {
-    auto got = co_await store.get(key, limits::kHeadBytes);
-    if (!got) {
+  OperationBudget budget;
+  auto seen = co_await observeHead(store, *ns, budget);
+  if (!seen) {
+    broken = seen.error();
+  } else if (seen->missing()) {
+    broken = Error{Errc::missing, key + ": the namespace has no head", key};
+  } else if (seen->malformed()) {
+    broken = Error{Errc::format, seen->damage, key};
+  } else if (seen->head->fields().ns != *ns) {
+    broken = Error{Errc::binding, key + ": the head belongs to another namespace", key};
+  } else {
+    auto walked = co_await walkChain(
+        store, *seen->head, opt.limit, budget, [&](const Head& head) -> asio::awaitable<Res<bool>> {
+          const HeadFields& f = head.fields();
+          if (opt.json) {
+            entries += (count ? "," : "") + headJson(head).str();
+          } else {
+            std::cout << "revision " << f.revision << "  id " << toHex(head.id()) << "  prefix "
+                      << f.prefixSequence << "  manifest " << toHex(f.manifestSha256) << "\n";
+          }
+          ++count;
+          co_return true;
+        });
+    if (!walked) {
+      broken = walked.error();
+    } else if (walked->historyEnds) {
       // A predecessor's head copy that is gone ends the history (a vacuum kept fewer
-      // revisions, or it was lost); a missing current head, or any failure, is an error.
-      if (expected && got.error().status == StoreStatus::missing) {
-        historyEnds = true;
-        if (!opt.json) {
-          std::cout << "(history ends: the head copy of revision " << count
-                    << "'s predecessor is gone, reclaimed or lost)\n";
-        }
-        break;
+      // revisions, or it was lost).
+      historyEnds = true;
+      if (!opt.json) {
+        std::cout << "(history ends: the head copy of revision " << count
+                  << "'s predecessor is gone, reclaimed or lost)\n";
       }
-      broken = storeError(got.error(), key).error;
-      break;
     }
-    auto head = decodeHead(got->bytes, expected);
-    if (!head) {
-      broken = Error{head.error().code, key + ": " + head.error().message, key};
-      break;
-    }
-    if (head->fields().ns != *ns) {
-      broken = Error{Errc::binding, key + ": the head belongs to another namespace", key};
-      break;
-    }
-    const HeadFields& f = head->fields();
-    if (opt.json) {
-      entries += (count ? "," : "") + headJson(*head).str();
-    } else {
-      std::cout << "revision " << f.revision << "  id " << toHex(head->id()) << "  prefix "
-                << f.prefixSequence << "  manifest " << toHex(f.manifestSha256) << "\n";
-    }
-    ++count;
-    if (!f.predecessor || (opt.limit != 0 && count >= opt.limit)) break;
-    expected = *f.predecessor;
-    key = keys::headCopy(*ns, f.predecessor->id);
   }
   entries += "]";
   if (opt.json) {
@@ -432,12 +439,6 @@ struct IngestCli {
   bool json = false;
 };
 
-// Worth another try at the next checkpoint: an unknown outcome (a pending intent records the
-// attempt, the next checkpoint reconciles it). Everything else, store failures included (a
-// 403 or a missing bucket is not transient), stops ingestion; what was acknowledged stays
-// durable and a new `cairn ingest` continues.
-bool transient(const Error& e) { return e.code == Errc::uncertain; }
-
 asio::awaitable<Res<std::unique_ptr<Database>>> openOrCreate(io::Uring& uring,
                                                              const IngestCli& opt) {
   DatabaseOptions options = databaseOptions(opt.segmentMib);
@@ -472,121 +473,30 @@ asio::awaitable<Res<std::unique_ptr<Database>>> openOrCreate(io::Uring& uring,
   co_return co_await Database::create(uring, opt.dir, *units, target, std::move(options));
 }
 
-// One `cairn ingest` run: what its tasks share (all on the loop thread).
-struct IngestRun {
-  Database& db;
-  const IngestCli& opt;
-  Clock::time_point start = Clock::now();
-  std::uint64_t records = 0;       // read and handed to an append
-  std::uint64_t bytesRead = 0;     // their payload bytes
-  std::uint64_t bytesDurable = 0;  // payload bytes of acknowledged appends
-  std::uint64_t lastSequence = 0;  // the last acknowledged sequence
-  std::uint64_t checkpoints = 0;   // selected
-  std::uint64_t durableAtLastCheckpoint = 0;
-  Clock::time_point lastCheckpointAt = Clock::now();
-  std::optional<PublishResult> lastPublished;
-  bool inputDone = false;
-};
-
-// Appends in flight (the journal's group commit shares each fdatasync among them).
-constexpr std::size_t kIngestAppendConcurrency = 4096;
-// How often the time trigger and the progress line look at the run.
-constexpr std::chrono::milliseconds kIngestTick{500};
-
-asio::awaitable<Res<void>> ingestCheckpoint(IngestRun& run) {
-  auto r = co_await run.db.checkpoint();
-  if (r) {
-    if (r->outcome == PublishOutcome::selected) ++run.checkpoints;
-    run.lastPublished = *r;
-    co_return Res<void>{};
-  }
-  if (!transient(r.error())) co_return Failure<Error>{r.error()};
-  std::fprintf(stderr, "\ncairn: checkpoint will be retried: %s\n", r.error().message.c_str());
-  co_return Res<void>{};
-}
-
-// Starts a background checkpoint when one is due: after --checkpoint-mib of *acknowledged*
-// records, or --checkpoint-seconds, and only when the journal holds a record (a checkpoint
-// never runs ahead of what is durable). One at a time.
-void startCheckpointIfDue(IngestRun& run, TaskGroup& checkpoints) {
-  if (!run.db.publisher() || checkpoints.running() > 0 || checkpoints.failed()) return;
-  if (run.db.journal().endSequence() == 0) return;
-  const bool bytesDue =
-      run.bytesDurable - run.durableAtLastCheckpoint >= (run.opt.checkpointMib << 20);
-  const bool timeDue = secondsSince(run.lastCheckpointAt) >= run.opt.checkpointSeconds;
-  if (!bytesDue && !timeDue) return;
-  run.lastCheckpointAt = Clock::now();
-  run.durableAtLastCheckpoint = run.bytesDurable;
-  checkpoints.start([&run]() { return ingestCheckpoint(run); });
-}
-
-// The time trigger and, on a terminal, the progress line, until the input is done.
-asio::awaitable<Res<void>> ingestTicker(IngestRun& run, TaskGroup& checkpoints,
-                                        asio::steady_timer& tick) {
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  while (!run.inputDone) {
-    tick.expires_after(kIngestTick);
-    boost::system::error_code ec;
-    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (run.inputDone) break;
-    startCheckpointIfDue(run, checkpoints);
-    if (tty) {
-      double s = std::max(secondsSince(run.start), 1e-3);
-      std::fprintf(stderr, "\r%llu records  %.1f MiB  %.1f MiB/s  %llu checkpoints   ",
-                   static_cast<unsigned long long>(run.records),
-                   static_cast<double>(run.bytesRead) / (1 << 20),
-                   static_cast<double>(run.bytesRead) / (1 << 20) / s,
-                   static_cast<unsigned long long>(run.checkpoints));
-    }
-  }
-  if (tty) std::fprintf(stderr, "\n");
-  co_return Res<void>{};
-}
-
-// Reads standard input into appends until it ends or something fails; returns what stopped
-// it (the input's own errors; the tasks' are their groups').
-asio::awaitable<Res<void>> ingestInput(IngestRun& run, TaskGroup& appends, TaskGroup& checkpoints) {
-  auto appendOne = [&](Bytes record) -> asio::awaitable<bool> {
-    if (!co_await appends.room()) co_return false;
-    ++run.records;
-    run.bytesRead += record.size();
-    appends.start([&run, payload = std::move(record)]() -> asio::awaitable<Res<void>> {
-      auto r = co_await run.db.append(payload);
-      if (!r) co_return Failure<Error>{r.error()};
-      run.lastSequence = std::max(run.lastSequence, *r);
-      run.bytesDurable += payload.size();
-      co_return Res<void>{};
-    });
-    co_return true;
-  };
-  co_return co_await readRecords(
-      run.opt.lengthPrefixed, appendOne, [&] { return checkpoints.failed(); },
-      [&] { startCheckpointIfDue(run, checkpoints); });
-}
-
-void printIngested(const IngestRun& run, std::optional<JsonObject>& json, std::string& text) {
-  double s = secondsSince(run.start);
-  const auto& last = run.lastPublished;
-  if (run.opt.json) {
+// What `cairn ingest` prints when it is done.
+void printIngested(const IngestCli& opt, const IngestReport& report, const Database& db,
+                   double seconds, std::optional<JsonObject>& json, std::string& text) {
+  const auto& last = report.lastPublished;
+  if (opt.json) {
     JsonObject out;
     out.add("ok", true)
-        .add("records", run.records)
-        .add("bytes", run.bytesRead)
-        .add("last_sequence", run.lastSequence)
-        .add("checkpoints", run.checkpoints)
-        .add("seconds", s);
+        .add("records", report.records)
+        .add("bytes", report.bytes)
+        .add("last_sequence", report.lastSequence)
+        .add("checkpoints", report.checkpoints)
+        .add("seconds", seconds);
     if (last) {
       out.add("revision", last->head.fields().revision)
           .add("head_id", toHex(last->head.id()))
           .add("prefix_sequence", last->head.fields().prefixSequence);
     }
-    if (run.db.publisher()) out.add("namespace", run.db.publisher()->state().ns.text());
+    if (const PublisherState* state = db.publisherState()) out.add("namespace", state->ns.text());
     json = std::move(out);
     return;
   }
-  text = std::to_string(run.records) + " records (" + std::to_string(run.bytesRead) +
-         " bytes) durable through sequence " + std::to_string(run.lastSequence) + " in " +
-         std::to_string(s) + " s; " + std::to_string(run.checkpoints) + " checkpoints";
+  text = std::to_string(report.records) + " records (" + std::to_string(report.bytes) +
+         " bytes) durable through sequence " + std::to_string(report.lastSequence) + " in " +
+         std::to_string(seconds) + " s; " + std::to_string(report.checkpoints) + " checkpoints";
   if (last) {
     text += ", current revision " + std::to_string(last->head.fields().revision) + " (head " +
             toHex(last->head.id()) + ")";
@@ -594,6 +504,7 @@ void printIngested(const IngestRun& run, std::optional<JsonObject>& json, std::s
   text += "\n";
 }
 
+// The ingest job (engine/ops/ingest.hpp) on standard input, with a progress line on a terminal.
 asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   auto start = Clock::now();
   if (opt.checkpointMib == 0 || opt.checkpointSeconds <= 0) {
@@ -605,48 +516,38 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   if (!opened) co_return reportJson(opt.json, opened.error(), secondsSince(start));
   Database& db = **opened;
   noteTornTail(db.journal());
-  auto executor = co_await asio::this_coro::executor;
-  IngestRun run{db, opt};
-  run.start = start;
-  run.lastSequence = db.journal().endSequence();
-
-  // 1. Appends, checkpoints (one at a time, in the background) and the ticker, each in its
-  // group; the input is read until it ends or any of them fails.
-  TaskGroup appends(executor, kIngestAppendConcurrency);
-  TaskGroup checkpoints(executor, 1);
-  TaskGroup ticker(executor, 1);
-  asio::steady_timer tick(executor);
-  ticker.start([&]() { return ingestTicker(run, checkpoints, tick); });
-  Res<void> input = co_await ingestInput(run, appends, checkpoints);
-  // 2. Every task ends before anything they use goes away.
-  Res<void> appended = co_await appends.wait();
-  run.inputDone = true;
-  tick.cancel();
-  (void)co_await ticker.wait();
-  Res<void> published = co_await checkpoints.wait();
-  std::optional<Error> failure;
-  if (!input) failure = input.error();
-  if (!appended && !failure) failure = appended.error();
-  if (!published && !failure) failure = published.error();
-  // 3. The final checkpoint covers everything acknowledged.
-  if (!failure && db.publisher()) {
-    auto last = co_await db.checkpoint();
-    if (last) {
-      if (last->outcome == PublishOutcome::selected) ++run.checkpoints;
-      run.lastPublished = *last;
-    } else {
-      failure = last.error();  // an unknown outcome too: nothing is retried after the input
-    }
+  IngestOptions options;
+  options.checkpointBytes = opt.checkpointMib << 20;
+  options.checkpointInterval =
+      std::chrono::milliseconds(static_cast<std::int64_t>(opt.checkpointSeconds * 1000));
+  IngestHooks hooks;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  if (tty) {
+    hooks.progress = [&](const IngestReport& r) {
+      double s = std::max(secondsSince(start), 1e-3);
+      std::fprintf(stderr, "\r%llu records  %.1f MiB  %.1f MiB/s  %llu checkpoints   ",
+                   static_cast<unsigned long long>(r.records),
+                   static_cast<double>(r.bytes) / (1 << 20),
+                   static_cast<double>(r.bytes) / (1 << 20) / s,
+                   static_cast<unsigned long long>(r.checkpoints));
+    };
   }
-  if (failure) {
-    std::cerr << "cairn: records up to sequence " << run.lastSequence
+  hooks.retrying = [](const Error& e) {
+    std::fprintf(stderr, "\ncairn: checkpoint will be retried: %s\n", e.message.c_str());
+  };
+  StdinRecords records(co_await asio::this_coro::executor, opt.lengthPrefixed);
+  auto outcome = co_await ingest(
+      db, [&]() { return records.next(); }, options, hooks);
+  if (tty) std::fprintf(stderr, "\n");
+  if (outcome.failure) {
+    std::cerr << "cairn: records up to sequence " << outcome.report.lastSequence
               << " are durable in the journal\n";
-    co_return reportJson(opt.json, *failure, secondsSince(start));
+    co_return reportJson(opt.json, *outcome.failure, secondsSince(start));
   }
   std::optional<JsonObject> json;
   std::string text;
-  printIngested(run, json, text);
-  co_return acknowledge(run.lastSequence, text, json ? &*json : nullptr);
+  printIngested(opt, outcome.report, db, secondsSince(start), json, text);
+  co_return acknowledge(outcome.report.lastSequence, text, json ? &*json : nullptr);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstring>
 
+#include "base/assert.hpp"
 #include "base/buffer_pool.hpp"
 #include "base/sha256.hpp"
 #include "engine/format/keys.hpp"
@@ -276,75 +277,122 @@ asio::awaitable<Res<void>> uploadSegments(Journal& journal, ObjectStore& store, 
   co_return Res<void>{};
 }
 
+// The new segments of a checkpoint at `cutoff`, after every argument is checked.
+Res<std::vector<ManifestSegment>> planCheckpoint(const Journal& journal,
+                                                 const std::optional<Manifest>& previous,
+                                                 std::uint64_t cutoff,
+                                                 const CheckpointOptions& options) {
+  if (options.segmentTargetBytes < kMinSegmentTargetBytes ||
+      options.segmentTargetBytes > kMaxSegmentTargetBytes) {
+    return err(Errc::usage, "segment target must be 1 byte..64 MiB");
+  }
+  if (options.reuseMaxAge > kMaxReuseMaxAge) {
+    return err(Errc::usage, "the reuse age must be at most " +
+                                std::to_string(kMaxReuseMaxAge.count()) +
+                                " s (vacuum's grace period relies on that bound)");
+  }
+  if (options.reuseMaxAge < 2 * options.rewriteSettle) {
+    return err(Errc::usage, "the reuse age must be at least twice the rewrite settle time (" +
+                                std::to_string(2 * options.rewriteSettle.count()) + " ms)");
+  }
+  const std::uint64_t from = previous ? previous->prefix.sequence : 0;
+  if (options.compact && (!previous || cutoff != from)) {
+    return err(Errc::usage, "compaction keeps the previous checkpoint's cutoff");
+  }
+  if (cutoff > journal.endSequence() || cutoff < from) {
+    return err(Errc::usage, "cutoff " + std::to_string(cutoff) + " is outside [" +
+                                std::to_string(from) + ", " +
+                                std::to_string(journal.endSequence()) + "]");
+  }
+  if (previous && (previous->lineage != journal.lineage() ||
+                   previous->prefix.length != journal.offsetAfter(from))) {
+    return err(Errc::diverged, "the previous checkpoint does not describe this journal");
+  }
+  if (journal.offsetAfter(cutoff) > limits::kMaxPrefixBytes) {  // as Journal::prefix says it
+    return err(Errc::budget, "prefix at sequence " + std::to_string(cutoff) + " is " +
+                                 std::to_string(journal.offsetAfter(cutoff)) +
+                                 " bytes, over the cap of " +
+                                 std::to_string(limits::kMaxPrefixBytes));
+  }
+  std::vector<std::uint64_t> ends(cutoff + 1);
+  for (std::uint64_t s = 0; s <= cutoff; ++s) ends[s] = journal.offsetAfter(s);
+  return planSegments(ends, options.compact ? 0 : from, cutoff, options.segmentTargetBytes);
+}
+
+// The prefix hash's state at the first new segment's start, where the journal knows it (its
+// header: a first checkpoint or a compaction; or the cutoff of this process's previous
+// checkpoint): each new body then extends it while its object is hashed, in order, the two
+// interleaved on one core (no second read of the journal, and less CPU than two hashes).
+// Without it (or without the SHA extensions, where the two would only run one after the
+// other) the prefix is read and hashed from the journal while the segments upload.
+std::optional<Sha256Lane> prefixAlongSegments(const Journal& journal,
+                                              const std::vector<ManifestSegment>& fresh,
+                                              std::uint64_t cutoff) {
+  auto lane = journal.knownPrefix(fresh.empty() ? cutoff : fresh.front().firstSequence - 1);
+  if (lane && !fresh.empty() && !Sha256Lane::interleaves()) lane.reset();
+  return lane;
+}
+
+// The manifest: the previous segments (unless compacting) and the new ones, the prefix;
+// encoded, named by its hash and installed like every immutable object.
+asio::awaitable<Res<void>> installManifest(Journal& journal, ObjectStore& store, const Uuid& ns,
+                                           const std::optional<Manifest>& previous,
+                                           const std::vector<ManifestSegment>& fresh,
+                                           const Prefix& prefix, OperationBudget& budget,
+                                           const CheckpointOptions& options,
+                                           InstalledCheckpoint& out,
+                                           std::vector<std::string>& rewritten) {
+  Manifest& m = out.manifest;
+  m.generation = previous ? previous->generation + 1 : 1;
+  m.journalHeader = journal.header().bytes;
+  m.lineage = journal.lineage();
+  if (previous && !options.compact) m.segments = previous->segments;
+  m.segments.insert(m.segments.end(), fresh.begin(), fresh.end());
+  m.prefix = prefix;
+  auto bytes = encodeManifest(m);
+  if (!bytes) co_return failureOf(bytes);
+  out.manifestBytes = std::move(*bytes);
+  out.manifestSha256 = sha256(out.manifestBytes);
+  const std::string key = keys::manifest(ns, out.manifestSha256);
+  CAIRN_CO_TRY(budget.reserve(out.manifestBytes.size(), 0, 1, "manifest"));
+  auto installed =
+      co_await installImmutable(store, key, out.manifestBytes, out.manifestSha256, options);
+  if (!installed) co_return failureOf(installed);
+  if (*installed == Installed::reused) {
+    out.manifestReused = true;
+    co_return Res<void>{};
+  }
+  out.manifestWritten = *installed == Installed::written;
+  out.bytesUploaded += out.manifestBytes.size();
+  if (*installed == Installed::rewritten) {
+    ++out.objectsRewritten;
+    rewritten.push_back(key);
+  }
+  co_return Res<void>{};
+}
+
 }  // namespace
 
 asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
     Journal& journal, ObjectStore& store, const Uuid& ns, const std::optional<Manifest>& previous,
     std::uint64_t cutoff, EngineLimits& limits, OperationBudget& budget,
     const CheckpointOptions& options) {
-  if (options.segmentTargetBytes < kMinSegmentTargetBytes ||
-      options.segmentTargetBytes > kMaxSegmentTargetBytes) {
-    co_return err(Errc::usage, "segment target must be 1 byte..64 MiB");
-  }
-  std::uint64_t from = previous ? previous->prefix.sequence : 0;
-  if (options.reuseMaxAge > kMaxReuseMaxAge) {
-    co_return err(Errc::usage, "the reuse age must be at most " +
-                                   std::to_string(kMaxReuseMaxAge.count()) +
-                                   " s (vacuum's grace period relies on that bound)");
-  }
-  if (options.reuseMaxAge < 2 * options.rewriteSettle) {
-    co_return err(Errc::usage, "the reuse age must be at least twice the rewrite settle time (" +
-                                   std::to_string(2 * options.rewriteSettle.count()) + " ms)");
-  }
-  if (options.compact && (!previous || cutoff != from)) {
-    co_return err(Errc::usage, "compaction keeps the previous checkpoint's cutoff");
-  }
-  if (cutoff > journal.endSequence() || cutoff < from) {
-    co_return err(Errc::usage, "cutoff " + std::to_string(cutoff) + " is outside [" +
-                                   std::to_string(from) + ", " +
-                                   std::to_string(journal.endSequence()) + "]");
-  }
-  if (previous && (previous->lineage != journal.lineage() ||
-                   previous->prefix.length != journal.offsetAfter(from))) {
-    co_return err(Errc::diverged, "the previous checkpoint does not describe this journal");
-  }
-  std::vector<std::uint64_t> ends(cutoff + 1);
-  for (std::uint64_t s = 0; s <= cutoff; ++s) ends[s] = journal.offsetAfter(s);
-  std::vector<ManifestSegment> fresh =
-      planSegments(ends, options.compact ? 0 : from, cutoff, options.segmentTargetBytes);
-
-  if (ends[cutoff] > limits::kMaxPrefixBytes) {  // as Journal::prefix says it
-    co_return err(Errc::budget, "prefix at sequence " + std::to_string(cutoff) + " is " +
-                                    std::to_string(ends[cutoff]) + " bytes, over the cap of " +
-                                    std::to_string(limits::kMaxPrefixBytes));
-  }
-
+  // 1. The arguments, and the new segments' plan.
+  auto planned = planCheckpoint(journal, previous, cutoff, options);
+  if (!planned) co_return failureOf(planned);
+  std::vector<ManifestSegment>& fresh = *planned;
   InstalledCheckpoint out;
   std::vector<std::string> rewritten;
-  auto executor = co_await asio::this_coro::executor;
-  // Every task of the checkpoint (the prefix hash, the segment uploads) runs in this group:
-  // each one's permits and buffer are released before the group counts it finished, and
-  // every path below waits for the group before this frame goes away
-  // (engine/runtime/task_group.hpp).
-  TaskGroup tasks(executor);
-  // The prefix hash. Where the journal knows its state at the first new segment's start (the
-  // header: a first checkpoint or a compaction; or the cutoff of this process's previous
-  // checkpoint), each new body extends it while its object is hashed, in order, the two
-  // interleaved on one core: no second read of the journal, and less CPU than two hashes.
-  // Otherwise it is read and hashed from the journal while the segments upload (its reads and
-  // hashing overlap the network instead of following it).
-  std::optional<Sha256Lane> prefixLane =
-      journal.knownPrefix(fresh.empty() ? cutoff : fresh.front().firstSequence - 1);
-  if (prefixLane && !fresh.empty() && !Sha256Lane::interleaves()) {
-    // Without the SHA extensions the two hashes would only run one after the other on this
-    // loop; separately, the segments' hashes run in parallel and the prefix's beside them.
-    prefixLane.reset();
-  }
+  // 2. The prefix hash and the segment uploads, every task in one group: each one's permits
+  // and buffer are released before the group counts it finished, and every path waits for the
+  // group before this frame goes away (engine/runtime/task_group.hpp).
+  TaskGroup tasks(co_await asio::this_coro::executor);
+  std::optional<Sha256Lane> prefixLane = prefixAlongSegments(journal, fresh, cutoff);
   std::optional<Prefix> prefix;
   if (!prefixLane) {
     tasks.start([&]() -> asio::awaitable<Res<void>> {
       auto hashed = co_await journal.prefix(cutoff, limits::kMaxPrefixBytes);
-      if (!hashed) co_return Failure<Error>{hashed.error()};
+      if (!hashed) co_return failureOf(hashed);
       prefix = *hashed;
       co_return Res<void>{};
     });
@@ -353,43 +401,20 @@ asio::awaitable<Res<InstalledCheckpoint>> installCheckpoint(
       co_await uploadSegments(journal, store, ns, fresh, prefixLane ? &*prefixLane : nullptr,
                               limits, budget, options, tasks, out, rewritten);
   if (!uploaded) tasks.fail(uploaded.error());
-  if (auto all = co_await tasks.wait(); !all) co_return Failure<Error>{all.error()};
+  CAIRN_CO_TRY(co_await tasks.wait());
   if (prefixLane) {
     journal.rememberPrefix(cutoff, *prefixLane);  // the next checkpoint extends it
-    prefix = Prefix{cutoff, ends[cutoff], prefixLane->finish()};
+    prefix = Prefix{cutoff, journal.offsetAfter(cutoff), prefixLane->finish()};
     out.prefixWithSegments = !fresh.empty();
   }
-
-  Manifest& m = out.manifest;
-  m.generation = previous ? previous->generation + 1 : 1;
-  m.journalHeader = journal.header().bytes;
-  m.lineage = journal.lineage();
-  if (previous && !options.compact) m.segments = previous->segments;
-  m.segments.insert(m.segments.end(), fresh.begin(), fresh.end());
-  m.prefix = *prefix;
-  auto bytes = encodeManifest(m);
-  if (!bytes) co_return Failure<Error>{bytes.error()};
-  out.manifestBytes = std::move(*bytes);
-  out.manifestSha256 = sha256(out.manifestBytes);
-  std::string key = keys::manifest(ns, out.manifestSha256);
-  if (auto ok = budget.reserve(out.manifestBytes.size(), 0, 1, "manifest"); !ok) {
-    co_return Failure<Error>{ok.error()};
-  }
-  auto installed =
-      co_await installImmutable(store, key, out.manifestBytes, out.manifestSha256, options);
-  if (!installed) co_return Failure<Error>{installed.error()};
-  if (*installed == Installed::reused) {
-    out.manifestReused = true;
-  } else {
-    out.manifestWritten = *installed == Installed::written;
-    out.bytesUploaded += out.manifestBytes.size();
-    if (*installed == Installed::rewritten) {
-      ++out.objectsRewritten;
-      rewritten.push_back(key);
-    }
-  }
-  auto settled = co_await settleRewrites(store, rewritten, options);
-  if (!settled) co_return Failure<Error>{settled.error()};
+  // The prefix a manifest declares ends where the journal's frame `cutoff` ends (the
+  // verifier checks the same from the other side: checkJournalPrefix).
+  CAIRN_ASSERT(prefix && prefix->sequence == cutoff &&
+               prefix->length == journal.offsetAfter(cutoff));
+  // 3. The manifest; 4. the objects rewritten here, confirmed after the settle time.
+  CAIRN_CO_TRY(co_await installManifest(journal, store, ns, previous, fresh, *prefix, budget,
+                                        options, out, rewritten));
+  CAIRN_CO_TRY(co_await settleRewrites(store, rewritten, options));
   co_return out;
 }
 

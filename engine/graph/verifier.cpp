@@ -190,227 +190,289 @@ asio::awaitable<void> fetchSegment(ObjectStore& store, const Uuid& ns, const Man
   }
 }
 
+// One verification of a graph (verifyManifestGraph): what it knows so far, and its steps.
+class GraphVerification {
+ public:
+  GraphVerification(ObjectStore& store, const Uuid& ns, Journal* journal, EngineLimits& limits,
+                    OperationBudget& budget, const VerifyOptions& options,
+                    const ProgressFn& progress)
+      : store_(store),
+        ns_(ns),
+        journal_(journal),
+        limits_(limits),
+        budget_(budget),
+        options_(options),
+        report_(progress),
+        compare_(journal != nullptr && options.deep),
+        buffers_(limits.bytes.capacity()) {}
+
+  asio::awaitable<Res<VerifiedGraph>> run(const Digest& manifestSha256,
+                                          std::uint64_t manifestLength) {
+    // 1. The manifest: its bytes are the ones that name it, and it decodes.
+    CAIRN_CO_TRY(co_await fetchManifest(manifestSha256, manifestLength));
+    // 2. The whole graph's work reserved before the first segment request: a graph larger
+    // than the budget fails closed here, having sent nothing more.
+    CAIRN_CO_TRY(reserveGraph());
+    // 3. The journal's lineage, header and length at the cutoff, before any segment request.
+    if (compare_) CAIRN_CO_TRY(checkJournal());
+    // 4. Segments fetched concurrently (bounded by the in-flight limits), 5. checked in order.
+    TaskGroup tasks(co_await asio::this_coro::executor);
+    startFetches(tasks);
+    startPrefix();
+    for (std::size_t i = 0; i < manifest().segments.size(); ++i) {
+      while (launched_ <= i && !launcherDone_) {
+        launchedMore_.reset();
+        co_await launchedMore_.wait();
+      }
+      if (launched_ <= i) break;  // the launcher stopped after a failure
+      co_await fetches_[i].done.wait();
+      co_await checkInOrder(i);
+    }
+    // 6. Every fetch still holding its bytes is released, then every task is waited for
+    // before the frames they reference go away.
+    while (!launcherDone_) {
+      launchedMore_.reset();
+      co_await launchedMore_.wait();
+    }
+    for (std::size_t i = 0; i < launched_; ++i) fetches_[i].consumed.notify();
+    if (auto all = co_await tasks.wait(); !all && !failure_) failure_ = all.error();
+    if (failure_) co_return Failure<Error>{*failure_};
+    // 7. The rebuilt prefix is the manifest's (and extends the earlier one).
+    if (options_.deep) CAIRN_CO_TRY(checkPrefix());
+    co_return std::move(out_);
+  }
+
+ private:
+  const Manifest& manifest() const { return out_.manifest; }
+
+  asio::awaitable<Res<void>> fetchManifest(const Digest& sha, std::uint64_t length) {
+    manifestKey_ = keys::manifest(ns_, sha);
+    if (length < 1 || length > limits::kMaxManifestBytes) {
+      co_return Failure<Error>{
+          Error{Errc::format, "manifest length " + std::to_string(length) + " is outside 1..1 MiB",
+                manifestKey_}};
+    }
+    CAIRN_CO_TRY(budget_.reserve(length, 0, 1, manifestKey_));
+    std::optional<StoreResult<StoredObject>> fetched;
+    {
+      auto permit = co_await limits_.requests.acquire(1);
+      fetched.emplace(co_await store_.get(manifestKey_, length));
+    }
+    if (!*fetched) co_return storeError(fetched->error(), manifestKey_);
+    const Bytes& bytes = (*fetched)->bytes;
+    if (bytes.size() != length || sha256(bytes) != sha) {
+      co_return corrupt(manifestKey_, "bytes do not match the SHA-256 and length that name it");
+    }
+    auto decoded = decodeManifest(bytes);
+    if (!decoded) co_return corrupt(manifestKey_, decoded.error().message);
+    out_.manifest = std::move(*decoded);
+    out_.objects = 1;
+    out_.bytes = length;
+    progress_.objectsTotal = 1 + manifest().segments.size();
+    progress_.objectsDone = 1;
+    progress_.bytesTotal = length;
+    for (const auto& s : manifest().segments) {
+      progress_.bytesTotal += options_.deep ? s.objectLength : 0;
+    }
+    progress_.bytesDone = length;
+    if (report_) report_(progress_);
+    co_return Res<void>{};
+  }
+
+  Res<void> reserveGraph() {
+    const Manifest& m = manifest();
+    std::uint64_t graphBytes = 0, graphRecords = 0;
+    for (const auto& s : m.segments) {
+      graphBytes += options_.deep ? s.objectLength : 0;
+      graphRecords += options_.deep ? s.count : 0;
+    }
+    CAIRN_TRY(budget_.reserve(graphBytes, graphRecords, m.segments.size(),
+                              "segments of " + manifestKey_));
+    if (compare_)
+      CAIRN_TRY(budget_.reserve(m.prefix.length, m.prefix.sequence, 0, "journal prefix"));
+    return {};
+  }
+
+  // The journal is compared byte for byte with the segments (each segment's range is read
+  // while its object is in memory): equal bytes have the rebuilt prefix hash, which is
+  // checked against the manifest, so the journal is not hashed a third time.
+  Res<void> checkJournal() {
+    CAIRN_TRY(checkJournalIdentity(*journal_, manifest(), manifestKey_));
+    return checkJournalReaches(*journal_, manifest(), manifestKey_);
+  }
+
+  // The launcher: a fetch task per segment, each started once the in-flight limits let it.
+  // Into buffers reused from segment to segment (no fresh pages after the first few); at most
+  // `downloads` GETs at once, and one segment more held: the one being checked meanwhile.
+  void startFetches(TaskGroup& tasks) {
+    const Manifest& m = manifest();
+    std::uint64_t largest = 0;
+    for (const auto& s : m.segments) largest = std::max(largest, s.objectLength);
+    const std::uint64_t transfers = transfersAtOnce(limits_.bytes.capacity(), largest);
+    downloads_.emplace(transfers);
+    held_.emplace(segmentsHeld(transfers));
+    fetches_ = std::vector<Fetch>(m.segments.size());
+    tasks.start([this, &tasks]() -> asio::awaitable<Res<void>> {
+      const Manifest& m = manifest();
+      for (std::size_t i = 0; i < m.segments.size() && !failure_; ++i) {
+        const ManifestSegment& s = m.segments[i];
+        // (A shallow verification holds no bodies: its HEADs wait for requests only.)
+        auto h = co_await held_->acquire(options_.deep ? 1 : 0);
+        auto b = co_await limits_.bytes.acquire(options_.deep ? s.objectLength : 0);
+        auto r = co_await limits_.requests.acquire(1);
+        if (failure_) break;
+        ++launched_;
+        launchedMore_.notify();
+        tasks.start([this, i, h = std::move(h), b = std::move(b),
+                     r = std::move(r)]() mutable -> asio::awaitable<Res<void>> {
+          co_await fetchSegment(store_, ns_, manifest(), manifest().segments[i], options_,
+                                compare_ ? journal_ : nullptr, buffers_, *downloads_, fetches_[i],
+                                failure_);
+          fetches_[i].done.notify();
+          // The permits are held until this fetch's bytes are checked and dropped.
+          co_await fetches_[i].consumed.wait();
+          co_return Res<void>{};
+        });
+      }
+      launcherDone_ = true;
+      launchedMore_.notify();
+      co_return Res<void>{};
+    });
+  }
+
+  // The prefix hash starts with the journal header; the earlier prefix this graph must
+  // extend is checked when the rebuilt bytes reach its length.
+  void startPrefix() {
+    prefixHash_.update(manifest().journalHeader);
+    hashed_ = manifest().journalHeader.size();
+    if (options_.extends && options_.extends->length <= hashed_) {
+      extendsOk_ =
+          options_.extends->length == hashed_ && prefixHash_.finish() == options_.extends->sha256;
+    }
+  }
+
+  // Segment i, fetched: judged (a wrong hash before anything its fetch found in the bytes),
+  // then its bytes dropped and its fetch released.
+  asio::awaitable<void> checkInOrder(std::size_t i) {
+    const ManifestSegment& seg = manifest().segments[i];
+    const std::string key = keys::segment(ns_, seg.objectSha256);
+    auto& result = *fetches_[i].result;
+    if (!failure_) {
+      if (!result) {
+        failure_ = co_await fetchFailure(result.error(), key, seg);
+      } else if (options_.deep) {
+        failure_ = co_await hashInOrder(i, key, result->bytes);
+      }
+    }
+    if (result) {
+      out_.bytes += result->bytes.size();
+      progress_.bytesDone += result->bytes.size();
+      buffers_.give(std::exchange(result->bytes, Bytes{}));  // the permit follows
+    }
+    fetches_[i].consumed.notify();
+    ++out_.objects;
+    ++progress_.objectsDone;
+    if (report_) report_(progress_);
+  }
+
+  // Over the bound, or a wrong size: if the object's size is not the manifest's, the object
+  // is corrupt, not the store.
+  asio::awaitable<std::optional<Error>> fetchFailure(const StoreOutcome& o, const std::string& key,
+                                                     const ManifestSegment& seg) {
+    Error e = storeError(o, key).error;
+    if (o.status == StoreStatus::failure) {
+      auto info = co_await store_.head(key);
+      if (info && info->size != seg.objectLength) {
+        e = Error{Errc::corrupt,
+                  key + ": has " + std::to_string(info->size) + " bytes, the manifest says " +
+                      std::to_string(seg.objectLength),
+                  key};
+      }
+    }
+    co_return e;
+  }
+
+  // The object's hash and the prefix hash over its body, in one interleaved pass (unless its
+  // fetch hashed the object already); the earlier prefix's hash is taken where it ends.
+  asio::awaitable<std::optional<Error>> hashInOrder(std::size_t i, const std::string& key,
+                                                    const Bytes& object) {
+    const ManifestSegment& seg = manifest().segments[i];
+    if (auto length = checkLength(key, seg, object); !length) co_return length.error();
+    ByteView body = ByteView(object).subspan(limits::kSegmentHeaderBytes);
+    Digest objectSha256{};
+    co_await onCpuPool([&] {
+      Sha256Lane objectHash;
+      const bool hashedAlready = fetches_[i].objectSha256.has_value();
+      auto extend = [&](ByteView objectPart, ByteView bodyPart) {
+        if (hashedAlready) {
+          prefixHash_.update(bodyPart);
+        } else {
+          updateTogether(objectHash, objectPart, prefixHash_, bodyPart);
+        }
+      };
+      const bool reaches =
+          options_.extends && !extendsOk_ && hashed_ + body.size() >= options_.extends->length;
+      const std::size_t split = reaches ? options_.extends->length - hashed_ : body.size();
+      extend(ByteView(object).first(limits::kSegmentHeaderBytes + split), body.first(split));
+      if (reaches) extendsOk_ = prefixHash_.finish() == options_.extends->sha256;
+      extend(ByteView(object).subspan(limits::kSegmentHeaderBytes + split), body.subspan(split));
+      objectSha256 = hashedAlready ? *fetches_[i].objectSha256 : objectHash.finish();
+      hashed_ += body.size();
+    });
+    if (objectSha256 != seg.objectSha256) {
+      co_return corrupt(key, "SHA-256 does not match its key").error;
+    }
+    if (!*fetches_[i].check) co_return fetches_[i].check->error();
+    co_return std::nullopt;
+  }
+
+  Res<void> checkPrefix() {
+    if (prefixHash_.finish() != manifest().prefix.sha256) {
+      return corrupt(manifestKey_, "the segments do not rebuild the declared prefix hash");
+    }
+    if (options_.extends && extendsOk_ != true) {
+      return Failure<Error>{
+          Error{Errc::diverged,
+                manifestKey_ + ": the graph does not extend the earlier prefix (" +
+                    std::to_string(options_.extends->length) + " bytes, SHA-256 " +
+                    toHex(options_.extends->sha256) + "): another history",
+                manifestKey_}};
+    }
+    return {};
+  }
+
+  ObjectStore& store_;
+  const Uuid& ns_;
+  Journal* journal_;
+  EngineLimits& limits_;
+  OperationBudget& budget_;
+  const VerifyOptions& options_;
+  const ProgressFn& report_;  // told after each object
+  const bool compare_;
+  std::string manifestKey_;
+  VerifiedGraph out_;
+  VerifyProgress progress_;
+  BufferPool buffers_;
+  std::optional<InFlightLimit> downloads_;
+  std::optional<InFlightLimit> held_;
+  std::vector<Fetch> fetches_;
+  std::optional<Error> failure_;
+  std::size_t launched_ = 0;
+  Signal launchedMore_;
+  bool launcherDone_ = false;
+  Sha256Lane prefixHash_;
+  std::uint64_t hashed_ = 0;
+  std::optional<bool> extendsOk_;
+};
+
 }  // namespace
 
 asio::awaitable<Res<VerifiedGraph>> verifyManifestGraph(
     ObjectStore& store, const Uuid& ns, const Digest& manifestSha256, std::uint64_t manifestLength,
     Journal* journal, EngineLimits& limits, OperationBudget& budget, const VerifyOptions& options,
     const ProgressFn& progress) {
-  VerifiedGraph out;
-  std::string manifestKey = keys::manifest(ns, manifestSha256);
-  if (manifestLength < 1 || manifestLength > limits::kMaxManifestBytes) {
-    co_return Failure<Error>{Error{
-        Errc::format, "manifest length " + std::to_string(manifestLength) + " is outside 1..1 MiB",
-        manifestKey}};
-  }
-  if (auto ok = budget.reserve(manifestLength, 0, 1, manifestKey); !ok) {
-    co_return Failure<Error>{ok.error()};
-  }
-  std::optional<StoreResult<StoredObject>> fetched;
-  {
-    auto permit = co_await limits.requests.acquire(1);
-    fetched.emplace(co_await store.get(manifestKey, manifestLength));
-  }
-  if (!*fetched) co_return storeError(fetched->error(), manifestKey);
-  const Bytes& manifestBytes = (*fetched)->bytes;
-  if (manifestBytes.size() != manifestLength || sha256(manifestBytes) != manifestSha256) {
-    co_return corrupt(manifestKey, "bytes do not match the SHA-256 and length that name it");
-  }
-  auto manifest = decodeManifest(manifestBytes);
-  if (!manifest) co_return corrupt(manifestKey, manifest.error().message);
-  out.manifest = std::move(*manifest);
-  const Manifest& m = out.manifest;
-  out.objects = 1;
-  out.bytes = manifestLength;
-
-  VerifyProgress p;
-  p.objectsTotal = 1 + m.segments.size();
-  p.objectsDone = 1;
-  p.bytesTotal = manifestLength;
-  for (const auto& s : m.segments) p.bytesTotal += options.deep ? s.objectLength : 0;
-  p.bytesDone = manifestLength;
-  if (progress) progress(p);
-
-  // Reserve the whole graph's work before the first segment request: a graph larger than the
-  // budget fails closed here, having sent nothing more.
-  std::uint64_t graphBytes = 0, graphRecords = 0;
-  for (const auto& s : m.segments) {
-    graphBytes += options.deep ? s.objectLength : 0;
-    graphRecords += options.deep ? s.count : 0;
-  }
-  if (auto ok =
-          budget.reserve(graphBytes, graphRecords, m.segments.size(), "segments of " + manifestKey);
-      !ok) {
-    co_return Failure<Error>{ok.error()};
-  }
-  if (journal != nullptr && options.deep) {
-    if (auto ok = budget.reserve(m.prefix.length, m.prefix.sequence, 0, "journal prefix"); !ok) {
-      co_return Failure<Error>{ok.error()};
-    }
-  }
-
-  auto executor = co_await asio::this_coro::executor;
-
-  // The journal is compared byte for byte with the segments (each segment's range is read
-  // while its object is in memory): equal bytes have the rebuilt prefix hash, which is
-  // checked against the manifest below, so the journal is not hashed a third time. Its
-  // lineage, header and length at the cutoff are checked before any segment request.
-  const bool compare = journal != nullptr && options.deep;
-  if (compare) {
-    Res<void> ok = checkJournalIdentity(*journal, m, manifestKey);
-    if (ok) ok = checkJournalReaches(*journal, m, manifestKey);
-    if (!ok) co_return Failure<Error>{ok.error()};
-  }
-
-  // Segments: fetched concurrently (bounded by the in-flight limits), checked in order, into
-  // buffers reused from segment to segment (no fresh pages after the first few). At most
-  // `downloads` GETs run at once, and one segment more is held: the one being checked and
-  // compared while they run (segmentsHeld).
-  BufferPool buffers(limits.bytes.capacity());
-  std::uint64_t largest = 0;
-  for (const auto& s : m.segments) largest = std::max(largest, s.objectLength);
-  const std::uint64_t transfers = transfersAtOnce(limits.bytes.capacity(), largest);
-  InFlightLimit downloads(transfers);
-  InFlightLimit held(segmentsHeld(transfers));
-  std::vector<Fetch> fetches(m.segments.size());
-  std::optional<Error> failure;
-  // The launcher and every fetch run in this group: a fetch's permits go back before the
-  // group counts it finished, and the group is waited for before this frame goes away.
-  TaskGroup tasks(executor);
-  std::size_t launched = 0;
-  Signal launchedMore;
-  bool launcherDone = false;
-  tasks.start([&]() -> asio::awaitable<Res<void>> {
-    for (std::size_t i = 0; i < m.segments.size() && !failure; ++i) {
-      const ManifestSegment& s = m.segments[i];
-      std::uint64_t bytes = options.deep ? s.objectLength : 0;
-      // (A shallow verification holds no bodies: its HEADs wait for requests only.)
-      auto h = co_await held.acquire(options.deep ? 1 : 0);
-      auto b = co_await limits.bytes.acquire(bytes);
-      auto r = co_await limits.requests.acquire(1);
-      if (failure) break;
-      ++launched;
-      launchedMore.notify();
-      tasks.start([&, i, h = std::move(h), b = std::move(b),
-                   r = std::move(r)]() mutable -> asio::awaitable<Res<void>> {
-        co_await fetchSegment(store, ns, m, m.segments[i], options, compare ? journal : nullptr,
-                              buffers, downloads, fetches[i], failure);
-        fetches[i].done.notify();
-        // The permits are held until this fetch's bytes are checked and dropped.
-        co_await fetches[i].consumed.wait();
-        co_return Res<void>{};
-      });
-    }
-    launcherDone = true;
-    launchedMore.notify();
-    co_return Res<void>{};
-  });
-
-  Sha256Lane prefixHash;
-  prefixHash.update(m.journalHeader);
-  // The earlier prefix this graph must extend: checked when the rebuilt bytes reach its length.
-  std::uint64_t hashed = m.journalHeader.size();
-  std::optional<bool> extendsOk;
-  if (options.extends && options.extends->length <= hashed) {
-    extendsOk = options.extends->length == hashed && prefixHash.finish() == options.extends->sha256;
-  }
-  for (std::size_t i = 0; i < m.segments.size(); ++i) {
-    while (launched <= i && !launcherDone) {
-      launchedMore.reset();
-      co_await launchedMore.wait();
-    }
-    if (launched <= i) break;  // the launcher stopped after a failure
-    co_await fetches[i].done.wait();
-    const ManifestSegment& seg = m.segments[i];
-    std::string key = keys::segment(ns, seg.objectSha256);
-    auto& result = *fetches[i].result;
-    if (!failure) {
-      if (!result) {
-        failure = storeError(result.error(), key).error;
-        if (result.error().status == StoreStatus::failure) {
-          // Over the bound, or a wrong size: if the object's size is not the manifest's, the
-          // object is corrupt, not the store.
-          auto info = co_await store.head(key);
-          if (info && info->size != seg.objectLength) {
-            failure = Error{Errc::corrupt,
-                            key + ": has " + std::to_string(info->size) +
-                                " bytes, the manifest says " + std::to_string(seg.objectLength),
-                            key};
-          }
-        }
-      } else if (options.deep) {
-        // The object's hash and the prefix hash over its body, in one interleaved pass; a
-        // wrong hash is reported before anything the fetch found in the bytes.
-        const Bytes& object = result->bytes;
-        if (auto length = checkLength(key, seg, object); !length) {
-          failure = length.error();
-        } else {
-          ByteView body = ByteView(object).subspan(limits::kSegmentHeaderBytes);
-          Digest objectSha256{};
-          co_await onCpuPool([&] {
-            // The object's hash alongside the prefix's, unless its fetch hashed it already.
-            Sha256Lane objectHash;
-            const bool hashedAlready = fetches[i].objectSha256.has_value();
-            auto extend = [&](ByteView objectPart, ByteView bodyPart) {
-              if (hashedAlready) {
-                prefixHash.update(bodyPart);
-              } else {
-                updateTogether(objectHash, objectPart, prefixHash, bodyPart);
-              }
-            };
-            // The earlier prefix ends in this body: its hash is taken where it ends.
-            const bool reaches =
-                options.extends && !extendsOk && hashed + body.size() >= options.extends->length;
-            const std::size_t split = reaches ? options.extends->length - hashed : body.size();
-            extend(ByteView(object).first(limits::kSegmentHeaderBytes + split), body.first(split));
-            if (reaches) extendsOk = prefixHash.finish() == options.extends->sha256;
-            extend(ByteView(object).subspan(limits::kSegmentHeaderBytes + split),
-                   body.subspan(split));
-            objectSha256 = hashedAlready ? *fetches[i].objectSha256 : objectHash.finish();
-            hashed += body.size();
-          });
-          if (objectSha256 != seg.objectSha256) {
-            failure = corrupt(key, "SHA-256 does not match its key").error;
-          } else if (!*fetches[i].check) {
-            failure = fetches[i].check->error();
-          }
-        }
-      }
-    }
-    if (result) {
-      out.bytes += result->bytes.size();
-      p.bytesDone += result->bytes.size();
-      buffers.give(std::exchange(result->bytes, Bytes{}));  // the permit follows
-    }
-    fetches[i].consumed.notify();
-    ++out.objects;
-    ++p.objectsDone;
-    if (progress) progress(p);
-  }
-  // Every fetch still holding its bytes is released, then every task is waited for before
-  // the frames they reference go away.
-  while (!launcherDone) {
-    launchedMore.reset();
-    co_await launchedMore.wait();
-  }
-  for (std::size_t i = 0; i < launched; ++i) fetches[i].consumed.notify();
-  if (auto all = co_await tasks.wait(); !all && !failure) failure = all.error();
-  if (failure) co_return Failure<Error>{*failure};
-
-  if (options.deep) {
-    if (prefixHash.finish() != m.prefix.sha256) {
-      co_return corrupt(manifestKey, "the segments do not rebuild the declared prefix hash");
-    }
-    if (options.extends && extendsOk != true) {
-      co_return Failure<Error>{
-          Error{Errc::diverged,
-                manifestKey + ": the graph does not extend the earlier prefix (" +
-                    std::to_string(options.extends->length) + " bytes, SHA-256 " +
-                    toHex(options.extends->sha256) + "): another history",
-                manifestKey}};
-    }
-  }
-  co_return out;
+  GraphVerification verification(store, ns, journal, limits, budget, options, progress);
+  co_return co_await verification.run(manifestSha256, manifestLength);
 }
 
 asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(ObjectStore& store, const Head& head,

@@ -590,45 +590,25 @@ void Journal::recycle(std::vector<ReadSlot>& slots) {
   }
 }
 
-// Like readRangeAsync with a hashing sink, but the chunks are hashed by one task on the CPU
-// pool that takes every chunk already read before it returns, so the hash never waits for a
-// round trip through the loop between two chunks that are both in memory. The loop only
-// hands read chunks over (in order) and starts a read into each buffer the hasher is done
-// with. Memory: readDepth buffers, as for any range read.
-asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
-                                                    Sha256Lane initial) {
-  // Everything the hasher task, the reads and the handlers they post touch lives here, owned
-  // by all of them: if this frame unwinds early (an exception, a destroyed io_context), a
-  // pool thread or a read still in the kernel never writes into freed memory.
-  struct Feed {
-    explicit Feed(unsigned depth, Sha256Lane h) : slots(depth), hash(h) {}
-    std::vector<ReadSlot> slots;  // chunk k uses slots[k % depth]
-    Sha256Lane hash;              // used by one hasher task at a time, then by the loop
-    std::mutex mutex;
-    std::deque<ReadSlot*> ready;  // read, in order, waiting for the hasher (under mutex)
-    bool hashing = false;         // a hasher task is on the pool (under mutex)
-    std::exception_ptr failure;   // the hash threw; later chunks are skipped (under mutex)
-    // Loop thread only:
-    std::vector<ReadSlot*> hashed;  // done with by the hasher, to read into again
-    std::uint64_t reading = 0;      // reads not completed
-    Signal wake;                    // a read completed or a chunk was hashed
-  };
-  const unsigned depth = std::max(1u, options_.readDepth);
-  auto feed = std::make_shared<Feed>(depth, std::move(initial));
-  auto loop = co_await asio::this_coro::executor;
-  const bool direct = readsDirectly(start, end);
-  std::uint64_t nextOffset = start;
-  std::uint64_t launched = 0;  // chunks whose read was started
-  std::uint64_t handedOver = 0, hashedCount = 0;
-  auto launch = [&](ReadSlot& slot) {
-    ++feed->reading;
-    ++launched;
-    startRead(loop, slot, nextOffset, end, direct, [feed] {
-      --feed->reading;
-      feed->wake.notify();
-    });
-  };
-  auto hasher = [feed, loop] {
+// What hashRange's hasher task, its reads and the handlers they post touch, owned by all of
+// them: if hashRange's frame unwinds early (an exception, a destroyed io_context), a pool
+// thread or a read still in the kernel never writes into freed memory.
+struct Journal::HashFeed {
+  HashFeed(unsigned depth, Sha256Lane h) : slots(depth), hash(std::move(h)) {}
+  std::vector<ReadSlot> slots;  // chunk k uses slots[k % depth]
+  Sha256Lane hash;              // used by one hasher task at a time, then by the loop
+  std::mutex mutex;
+  std::deque<ReadSlot*> ready;  // read, in order, waiting for the hasher (under mutex)
+  bool hashing = false;         // a hasher task is on the pool (under mutex)
+  std::exception_ptr failure;   // the hash threw; later chunks are skipped (under mutex)
+  // Loop thread only:
+  std::vector<ReadSlot*> hashed;  // done with by the hasher, to read into again
+  std::uint64_t reading = 0;      // reads not completed
+  Signal wake;                    // a read completed or a chunk was hashed
+
+  // The hasher, on the CPU pool: every chunk ready, in order, then it returns (the loop starts
+  // it again when the next chunk is handed over).
+  static void hashReady(const std::shared_ptr<HashFeed>& feed, const asio::any_io_executor& loop) {
     for (;;) {
       ReadSlot* slot;
       bool skip;
@@ -655,27 +635,59 @@ asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::ui
         feed->wake.notify();
       });
     }
+  }
+
+  // Hands the hasher, in order, every chunk whose read is done (from `handedOver`); starts it
+  // if it is not running. Returns the read's failure, if one is found.
+  Res<void> handOver(std::uint64_t& handedOver, std::uint64_t launched, std::uint64_t end,
+                     const asio::any_io_executor& loop, const std::shared_ptr<HashFeed>& self) {
+    const std::size_t depth = slots.size();
+    while (handedOver < launched && slots[handedOver % depth].done.isSet()) {
+      ReadSlot& slot = slots[handedOver % depth];
+      CAIRN_TRY(slot.check(end));
+      bool startHasher = false;
+      {
+        std::lock_guard lock(mutex);
+        ready.push_back(&slot);
+        startHasher = !std::exchange(hashing, true);
+      }
+      if (startHasher) postToCpuPool([self, loop] { hashReady(self, loop); });
+      ++handedOver;
+    }
+    return {};
+  }
+};
+
+// Like readRangeAsync with a hashing sink, but the chunks are hashed by one task on the CPU
+// pool that takes every chunk already read before it returns, so the hash never waits for a
+// round trip through the loop between two chunks that are both in memory. The loop only
+// hands read chunks over (in order) and starts a read into each buffer the hasher is done
+// with. Memory: readDepth buffers, as for any range read.
+asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
+                                                    Sha256Lane initial) {
+  const unsigned depth = std::max(1u, options_.readDepth);
+  auto feed = std::make_shared<HashFeed>(depth, std::move(initial));
+  auto loop = co_await asio::this_coro::executor;
+  const bool direct = readsDirectly(start, end);
+  std::uint64_t nextOffset = start;
+  std::uint64_t launched = 0;  // chunks whose read was started
+  std::uint64_t handedOver = 0, hashedCount = 0;
+  auto launch = [&](ReadSlot& slot) {
+    ++feed->reading;
+    ++launched;
+    startRead(loop, slot, nextOffset, end, direct, [feed] {
+      --feed->reading;
+      feed->wake.notify();
+    });
   };
   for (auto& slot : feed->slots) {
     if (nextOffset < end) launch(slot);
   }
   Res<void> outcome;
+  // Bounded: each pass hands over or recycles at least one chunk, or waits for one.
   for (;;) {
     feed->wake.reset();
-    // Hand over, in order, every chunk whose read is done.
-    while (outcome && handedOver < launched && feed->slots[handedOver % depth].done.isSet()) {
-      ReadSlot& slot = feed->slots[handedOver % depth];
-      outcome = slot.check(end);
-      if (!outcome) break;
-      bool startHasher = false;
-      {
-        std::lock_guard lock(feed->mutex);
-        feed->ready.push_back(&slot);
-        startHasher = !std::exchange(feed->hashing, true);
-      }
-      if (startHasher) postToCpuPool(hasher);
-      ++handedOver;
-    }
+    if (outcome) outcome = feed->handOver(handedOver, launched, end, loop, feed);
     for (ReadSlot* slot : std::exchange(feed->hashed, {})) {
       ++hashedCount;
       if (outcome && nextOffset < end) launch(*slot);
@@ -690,7 +702,7 @@ asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::ui
     std::lock_guard lock(feed->mutex);
     if (feed->failure) std::rethrow_exception(feed->failure);
   }
-  if (!outcome) co_return Failure<Error>{outcome.error()};
+  if (!outcome) co_return failureOf(outcome);
   co_return std::move(feed->hash);
 }
 

@@ -175,6 +175,7 @@ class Journal {
   boost::asio::awaitable<Res<std::filesystem::path>> keepTornBytes(std::uint64_t from,
                                                                    std::uint64_t to);
   struct ReadSlot;
+  struct HashFeed;
   // readRangeAsync; with `into` (room for end - start bytes), chunks read through the page
   // cache are read into it, at their offset from `start`, and the sink gets views of it.
   boost::asio::awaitable<Res<void>> readChunks(

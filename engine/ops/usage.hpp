@@ -13,18 +13,12 @@
 #include <vector>
 
 #include "engine/format/head.hpp"
+#include "engine/format/keys.hpp"
 #include "engine/format/uuid.hpp"
 #include "engine/runtime/budget.hpp"
 #include "engine/store/object_store.hpp"
 
 namespace cairn {
-
-enum class ObjectClass : std::uint8_t { head, headCopy, manifest, segment, other };
-inline constexpr std::size_t kObjectClasses = 5;
-std::string_view objectClassName(ObjectClass c);
-// The class of a key under the namespace's prefix ("ns-<hex>-").
-ObjectClass classifyKey(std::string_view key, std::string_view nsPrefix);
-std::string namespacePrefix(const Uuid& ns);
 
 // The retained heads of a namespace and every key they reach.
 struct RetainedGraph {

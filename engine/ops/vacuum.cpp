@@ -7,6 +7,7 @@
 #include "engine/format/checks.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/graph/checkpoint.hpp"
+#include "engine/graph/heads.hpp"
 #include "engine/graph/verifier.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store/store_errors.hpp"
@@ -53,47 +54,40 @@ asio::awaitable<Res<HeadCopies>> readHeadCopies(ObjectStore& store, const Uuid& 
                                                 const RetainedGraph& graph,
                                                 OperationBudget& budget) {
   HeadCopies out;
-  const std::string prefix = namespacePrefix(ns);
+  const std::string prefix = keys::namespacePrefix(ns);
   const std::uint64_t currentRevision = graph.current ? graph.current->fields().revision : 0;
   for (const auto& o : listing) {
-    if (graph.reachable.count(o.key) || classifyKey(o.key, prefix) != ObjectClass::headCopy) {
+    if (graph.reachable.count(o.key) || keys::classify(o.key, prefix) != ObjectClass::headCopy) {
       continue;
     }
-    std::string_view hex = std::string_view(o.key).substr(prefix.size() + 5);
-    hex.remove_suffix(4);  // ".bin"
-    auto id = fromHex(hex);
-    if (!id || id->size() != 32) continue;  // not a name cairn writes: never a candidate
-    Digest d{};
-    std::copy(id->begin(), id->end(), d.begin());
-    if (auto r = budget.reserve(limits::kHeadBytes, 0, 1, o.key); !r) {
-      co_return Failure<Error>{r.error()};
+    auto id = keys::digestOf(o.key, prefix);
+    if (!id) continue;  // not a name cairn writes: never a candidate
+    auto copy = co_await readHeadCopy(store, ns, HeadReference{*id, limits::kHeadBytes}, budget);
+    if (!copy) {
+      // Damaged or foreign: judged by its age. A store failure stops vacuum.
+      const Errc c = copy.error().code;
+      if (c == Errc::format || c == Errc::reference || c == Errc::binding) continue;
+      if (c == Errc::store && o.size != limits::kHeadBytes) continue;  // over the bound
+      co_return failureOf(copy);
     }
-    auto got = co_await store.get(o.key, limits::kHeadBytes);
-    if (!got) {
-      if (got.error().status == StoreStatus::missing) continue;
-      if (got.error().status == StoreStatus::failure && o.size != limits::kHeadBytes) continue;
-      co_return storeError(got.error(), o.key);
-    }
-    auto head = decodeHead(got->bytes, HeadReference{d, limits::kHeadBytes});
-    if (!head || head->fields().ns != ns) continue;  // damaged or foreign: judged by its age
-    std::string manifestKey = keys::manifest(ns, head->fields().manifestSha256);
-    if (head->fields().revision <= currentRevision) {
+    if (!*copy) continue;  // gone meanwhile
+    const Head& head = **copy;
+    std::string manifestKey = keys::manifest(ns, head.fields().manifestSha256);
+    if (head.fields().revision <= currentRevision) {
       out.manifestOf[o.key] = manifestKey;
       continue;
     }
     out.candidateGraphs.insert(o.key);
     out.candidateGraphs.insert(manifestKey);
-    if (auto r = budget.reserve(head->fields().manifestLength, 0, 1, manifestKey); !r) {
-      co_return Failure<Error>{r.error()};
+    auto manifest = co_await fetchManifest(store, head, budget);
+    if (!manifest) {
+      // A candidate whose manifest never arrived keeps what it has; any doubt keeps more. A
+      // damaged one binds nothing; a failure of the store stops vacuum.
+      const Errc c = manifest.error().code;
+      if (c == Errc::store || c == Errc::uncertain || c == Errc::budget)
+        co_return failureOf(manifest);
+      continue;
     }
-    auto manifestBytes = co_await store.get(manifestKey, head->fields().manifestLength);
-    if (!manifestBytes) {
-      // A candidate whose manifest never arrived keeps what it has; any doubt keeps more.
-      if (manifestBytes.error().status == StoreStatus::missing) continue;
-      co_return storeError(manifestBytes.error(), manifestKey);
-    }
-    auto manifest = bindManifest(*head, manifestBytes->bytes);
-    if (!manifest) continue;
     for (const auto& seg : manifest->segments) {
       out.candidateGraphs.insert(keys::segment(ns, seg.objectSha256));
     }
@@ -148,57 +142,64 @@ asio::awaitable<Res<VacuumReport>> withLeftovers(ObjectStore& store, const Vacuu
   co_return report;
 }
 
-}  // namespace
-
-asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,
-                                                   const VacuumOptions& options,
-                                                   EngineLimits& limits, OperationBudget& budget) {
-  static_assert(kVacuumIssueWindow + kVacuumDeleteTimeout < kRewriteSettle,
-                "a publisher's settle wait must outlast vacuum's DELETE window");
-  if (options.graceSeconds < 0) co_return err(Errc::usage, "the grace period must be >= 0");
+Res<void> checkVacuumOptions(const VacuumOptions& options, const Uuid& ns) {
+  if (options.graceSeconds < 0) return err(Errc::usage, "the grace period must be >= 0");
   if (options.publisherReuseMaxAge.count() < 0 ||
       options.graceSeconds < 2 * options.publisherReuseMaxAge.count()) {
-    co_return err(Errc::usage,
-                  "a grace period of " + std::to_string(options.graceSeconds) +
-                      " s could delete what a concurrent publisher relies on: it must be at "
-                      "least twice the longest reuse age of any publisher (" +
-                      std::to_string(options.publisherReuseMaxAge.count()) + " s), so at least " +
-                      std::to_string(2 * options.publisherReuseMaxAge.count()) + " s");
+    return err(Errc::usage,
+               "a grace period of " + std::to_string(options.graceSeconds) +
+                   " s could delete what a concurrent publisher relies on: it must be at least "
+                   "twice the longest reuse age of any publisher (" +
+                   std::to_string(options.publisherReuseMaxAge.count()) + " s), so at least " +
+                   std::to_string(2 * options.publisherReuseMaxAge.count()) + " s");
   }
-  if (ns.isNil()) co_return err(Errc::usage, "the namespace must not be the nil UUID");
-  const auto now = options.now ? options.now : std::function<std::int64_t()>(unixSecondsNow);
-  const std::string prefix = namespacePrefix(ns);
-  const std::string headKey = keys::currentHead(ns);
+  if (ns.isNil()) return err(Errc::usage, "the namespace must not be the nil UUID");
+  return {};
+}
+
+// One vacuum: the options, what it found, and the steps it takes (vacuumNamespace).
+class VacuumRun {
+ public:
+  VacuumRun(ObjectStore& store, const Uuid& ns, const VacuumOptions& options,
+            OperationBudget& budget)
+      : store_(store),
+        ns_(ns),
+        options_(options),
+        budget_(budget),
+        prefix_(keys::namespacePrefix(ns)),
+        now_(options.now ? options.now : std::function<std::int64_t()>(unixSecondsNow)) {}
+
   VacuumReport report;
-  for (std::uint64_t attempt = 0;; ++attempt) {
-    // The listing comes first, the walk after it: whatever a head selected before the walk
-    // is reachable, and whatever was written after the listing is not in it.
+
+  // Step 1: every object under the namespace's prefix (at most kMaxListedObjects).
+  asio::awaitable<Res<std::vector<ObjectInfo>>> list() {
     std::vector<ObjectInfo> listing;
     auto listed =
-        co_await forEachObject(store, prefix, budget, [&](const ObjectInfo& o) -> Res<void> {
+        co_await forEachObject(store_, prefix_, budget_, [&](const ObjectInfo& o) -> Res<void> {
           if (listing.size() >= kMaxListedObjects) {
             return err(Errc::budget, "more than " + std::to_string(kMaxListedObjects) +
-                                         " objects under " + prefix +
+                                         " objects under " + prefix_ +
                                          ": vacuum holds at most that many; nothing was deleted");
           }
           listing.push_back(o);
           return {};
         });
-    if (!listed) co_return Failure<Error>{listed.error()};
-    auto graph = co_await retainedGraph(store, ns, options.keepRevisions, budget);
-    if (!graph) co_return Failure<Error>{graph.error()};
-    auto copies = co_await readHeadCopies(store, ns, listing, *graph, budget);
-    if (!copies) co_return Failure<Error>{copies.error()};
+    if (!listed) co_return failureOf(listed);
+    co_return listing;
+  }
 
-    report.current = graph->current;
-    report.revisions = graph->heads.size();
-    report.historyEnds = graph->historyEnds;
+  // Step 3: each listed object, reachable or judged (rule 2's verdicts).
+  void judge(const std::vector<ObjectInfo>& listing, const RetainedGraph& graph,
+             const HeadCopies& copies) {
+    report.current = graph.current;
+    report.revisions = graph.heads.size();
+    report.historyEnds = graph.historyEnds;
     report.unreachable.clear();
     report.reachable = {};
-    const std::int64_t listedAt = now();
+    const std::int64_t listedAt = now_();
     for (const auto& o : listing) {
-      ObjectClass cls = classifyKey(o.key, prefix);
-      if (graph->reachable.count(o.key)) {
+      ObjectClass cls = keys::classify(o.key, prefix_);
+      if (graph.reachable.count(o.key)) {
         add(report.reachable, cls, o.size);
         continue;
       }
@@ -208,36 +209,31 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
       }
       if (cls == ObjectClass::other || cls == ObjectClass::head) {
         v.verdict = VacuumVerdict::foreign;
-      } else if (copies->candidateGraphs.count(o.key)) {
+      } else if (copies.candidateGraphs.count(o.key)) {
         v.verdict = VacuumVerdict::candidate;
       } else if (o.modifiedUnixSeconds == 0) {
         v.verdict = VacuumVerdict::unknownAge;
-      } else if (ageOf(listedAt, o.modifiedUnixSeconds) < options.graceSeconds) {
+      } else if (ageOf(listedAt, o.modifiedUnixSeconds) < options_.graceSeconds) {
         v.verdict = VacuumVerdict::young;
       }
       report.unreachable.push_back(std::move(v));
     }
-    keepManifestsOfKeptHeadCopies(report.unreachable, *copies);
-    auto tally = [&] {
-      report.reclaimable = {};
-      report.kept = {};
-      for (const auto& v : report.unreachable) {
-        add(v.verdict == VacuumVerdict::reclaim ? report.reclaimable : report.kept, v.cls, v.size);
-      }
-    };
+    keepManifestsOfKeptHeadCopies(report.unreachable, copies);
     tally();
-    if (!options.apply) co_return co_await withLeftovers(store, options, std::move(report));
-    if (!graph->current) {
-      co_return Failure<Error>{
-          Error{Errc::missing,
-                headKey + ": the namespace has no current head; vacuum deletes nothing without one "
-                          "(repair it first: cairn repair-head)",
-                headKey}};
-    }
+  }
 
-    // Delete in batches: HEAD each object (its age again), re-read the head (unchanged, or
-    // start over), then DELETE within the window of those HEADs. Head copies go before the
-    // manifests they name, so a head copy found young keeps its manifest.
+  void tally() {
+    report.reclaimable = {};
+    report.kept = {};
+    for (const auto& v : report.unreachable) {
+      add(v.verdict == VacuumVerdict::reclaim ? report.reclaimable : report.kept, v.cls, v.size);
+    }
+  }
+
+  // Step 4: delete the `reclaim` ones in batches: HEAD each (its age again), re-read the head
+  // (unchanged, or start over: true), then DELETE within the window of those HEADs. Head
+  // copies go before the manifests they name, so a head copy found young keeps its manifest.
+  asio::awaitable<Res<bool>> deleteDue(const Head& current, const HeadCopies& copies) {
     std::vector<VacuumObject*> due;
     for (auto& v : report.unreachable) {
       if (v.verdict == VacuumVerdict::reclaim) due.push_back(&v);
@@ -245,104 +241,157 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
     std::stable_sort(due.begin(), due.end(), [](const VacuumObject* a, const VacuumObject* b) {
       return deletionOrder(a->cls) < deletionOrder(b->cls);
     });
-    std::set<std::string> keptHeadCopyManifests;
-    bool moved = false;
+    std::set<std::string> keptManifests;
     std::size_t next = 0;
     std::size_t batch = kDeleteBatch;
-    while (next < due.size() && !moved) {
+    while (next < due.size()) {
       const auto batchStart = std::chrono::steady_clock::now();
-      std::set<VacuumObject*> eligible;
-      std::size_t end = std::min(due.size(), next + batch);
-      for (std::size_t i = next; i < end; ++i) {
-        VacuumObject& v = *due[i];
-        v.verdict = VacuumVerdict::reclaim;  // judged again by this HEAD
-        if (auto r = budget.reserve(0, 0, 1, v.key); !r) co_return Failure<Error>{r.error()};
-        auto info = co_await store.head(v.key);
-        if (!info) {
-          if (info.error().status == StoreStatus::missing) continue;  // already gone
-          co_return storeError(info.error(), v.key);
-        }
-        if (info->modifiedUnixSeconds == 0) {
-          v.verdict = VacuumVerdict::unknownAge;
-        } else if (ageOf(now(), info->modifiedUnixSeconds) < options.graceSeconds) {
-          v.verdict = VacuumVerdict::young;  // rewritten meanwhile: a publisher relies on it
-        } else if (v.cls == ObjectClass::manifest && keptHeadCopyManifests.count(v.key)) {
-          v.verdict = VacuumVerdict::young;  // its head copy turned out young
-        } else {
-          eligible.insert(&v);
-        }
-        if (v.verdict != VacuumVerdict::reclaim) {
-          auto named = copies->manifestOf.find(v.key);
-          if (named != copies->manifestOf.end()) keptHeadCopyManifests.insert(named->second);
-        }
-      }
-      if (auto r = budget.reserve(limits::kHeadBytes, 0, 1, headKey); !r) {
-        co_return Failure<Error>{r.error()};
-      }
-      auto head = co_await store.get(headKey, limits::kHeadBytes);
-      if (!head && head.error().status != StoreStatus::missing) {
-        co_return storeError(head.error(), headKey);
-      }
-      bool same =
-          head && std::equal(head->bytes.begin(), head->bytes.end(),
-                             graph->current->image().begin(), graph->current->image().end());
-      if (!same) {
-        moved = true;
-        break;
-      }
-      std::size_t done = next;
-      for (std::size_t i = next; i < end; ++i) {
-        if (std::chrono::steady_clock::now() - batchStart > kVacuumIssueWindow) break;
-        done = i + 1;
-        VacuumObject& v = *due[i];
-        if (!eligible.count(&v)) continue;
-        if (auto r = budget.reserve(0, 0, 1, v.key); !r) co_return Failure<Error>{r.error()};
-        auto removed = co_await store.removeWithin(v.key, kVacuumDeleteTimeout);
-        if (!removed) {
-          Error e = storeError(removed.error(), v.key).error;
-          e.message += "; vacuum stopped (a DELETE must be answered within " +
-                       std::to_string(kVacuumDeleteTimeout.count()) + " ms)";
-          co_return Failure<Error>{std::move(e)};
-        }
-        v.deleted = true;
-        add(report.deleted, v.cls, v.size);
-      }
-      if (done == next) {
+      const std::size_t end = std::min(due.size(), next + batch);
+      auto eligible = co_await headBatch(due, next, end, copies, keptManifests);
+      if (!eligible) co_return failureOf(eligible);
+      auto again = co_await observeHead(store_, ns_, budget_);
+      if (!again) co_return failureOf(again);
+      if (!again->present() || again->head->image() != current.image()) co_return true;
+      auto done = co_await deleteBatch(due, next, end, *eligible, batchStart);
+      if (!done) co_return failureOf(done);
+      if (*done == next) {
         // Not even one DELETE fit in the window after its HEAD: smaller batches, and a store
         // too slow for one object at a time is an error, not a risk.
         if (batch == 1) {
-          co_return err(Errc::store, store.describe() + " answers too slowly for vacuum's " +
+          co_return err(Errc::store, store_.describe() + " answers too slowly for vacuum's " +
                                          std::to_string(kVacuumIssueWindow.count()) +
                                          " ms window between a HEAD and its DELETE");
         }
         batch = std::max<std::size_t>(1, batch / 2);
       }
-      next = done;  // the window closed: the rest are HEADed again in the next batch
+      next = *done;  // the window closed: the rest are HEADed again in the next batch
     }
-    for (const auto& v : report.unreachable) {
-      if (v.verdict == VacuumVerdict::reclaim && !v.deleted) ++report.vanished;
+    co_return false;
+  }
+
+ private:
+  // The HEADs of due[next, end): which of them may still be deleted (rule 2).
+  asio::awaitable<Res<std::set<VacuumObject*>>> headBatch(const std::vector<VacuumObject*>& due,
+                                                          std::size_t next, std::size_t end,
+                                                          const HeadCopies& copies,
+                                                          std::set<std::string>& keptManifests) {
+    std::set<VacuumObject*> eligible;
+    for (std::size_t i = next; i < end; ++i) {
+      VacuumObject& v = *due[i];
+      v.verdict = VacuumVerdict::reclaim;  // judged again by this HEAD
+      CAIRN_CO_TRY(budget_.reserve(0, 0, 1, v.key));
+      auto info = co_await store_.head(v.key);
+      if (!info) {
+        if (info.error().status == StoreStatus::missing) continue;  // already gone
+        co_return storeError(info.error(), v.key);
+      }
+      if (info->modifiedUnixSeconds == 0) {
+        v.verdict = VacuumVerdict::unknownAge;
+      } else if (ageOf(now_(), info->modifiedUnixSeconds) < options_.graceSeconds) {
+        v.verdict = VacuumVerdict::young;  // rewritten meanwhile: a publisher relies on it
+      } else if (v.cls == ObjectClass::manifest && keptManifests.count(v.key)) {
+        v.verdict = VacuumVerdict::young;  // its head copy turned out young
+      } else {
+        eligible.insert(&v);
+      }
+      if (v.verdict != VacuumVerdict::reclaim) {
+        auto named = copies.manifestOf.find(v.key);
+        if (named != copies.manifestOf.end()) keptManifests.insert(named->second);
+      }
     }
-    tally();
-    if (moved) {
+    co_return eligible;
+  }
+
+  // The DELETEs of the eligible in due[next, end), each sent within kVacuumIssueWindow of
+  // the batch's HEADs, one attempt answered within kVacuumDeleteTimeout. Returns how far it got.
+  asio::awaitable<Res<std::size_t>> deleteBatch(const std::vector<VacuumObject*>& due,
+                                                std::size_t next, std::size_t end,
+                                                const std::set<VacuumObject*>& eligible,
+                                                std::chrono::steady_clock::time_point batchStart) {
+    std::size_t done = next;
+    for (std::size_t i = next; i < end; ++i) {
+      if (std::chrono::steady_clock::now() - batchStart > kVacuumIssueWindow) break;
+      done = i + 1;
+      VacuumObject& v = *due[i];
+      if (!eligible.count(&v)) continue;
+      CAIRN_CO_TRY(budget_.reserve(0, 0, 1, v.key));
+      auto removed = co_await store_.removeWithin(v.key, kVacuumDeleteTimeout);
+      if (!removed) {
+        Error e = storeError(removed.error(), v.key).error;
+        e.message += "; vacuum stopped (a DELETE must be answered within " +
+                     std::to_string(kVacuumDeleteTimeout.count()) + " ms)";
+        co_return Failure<Error>{std::move(e)};
+      }
+      v.deleted = true;
+      add(report.deleted, v.cls, v.size);
+    }
+    co_return done;
+  }
+
+  ObjectStore& store_;
+  const Uuid& ns_;
+  const VacuumOptions& options_;
+  OperationBudget& budget_;
+  const std::string prefix_;
+  const std::function<std::int64_t()> now_;
+};
+
+}  // namespace
+
+asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,
+                                                   const VacuumOptions& options,
+                                                   EngineLimits& limits, OperationBudget& budget) {
+  static_assert(kVacuumIssueWindow + kVacuumDeleteTimeout < kRewriteSettle,
+                "a publisher's settle wait must outlast vacuum's DELETE window");
+  CAIRN_CO_TRY(checkVacuumOptions(options, ns));
+  const std::string headKey = keys::currentHead(ns);
+  VacuumRun run(store, ns, options, budget);
+  for (std::uint64_t attempt = 0;; ++attempt) {
+    // 1. List; 2. walk the retained heads and read the unreachable head copies (the listing
+    // comes first: whatever a head selected before the walk is reachable, and whatever was
+    // written after the listing is not in it); 3. judge every object.
+    auto listing = co_await run.list();
+    if (!listing) co_return failureOf(listing);
+    auto graph = co_await retainedGraph(store, ns, options.keepRevisions, budget);
+    if (!graph) co_return failureOf(graph);
+    auto copies = co_await readHeadCopies(store, ns, *listing, *graph, budget);
+    if (!copies) co_return failureOf(copies);
+    run.judge(*listing, *graph, *copies);
+    if (!options.apply) co_return co_await withLeftovers(store, options, std::move(run.report));
+    if (!graph->current) {
+      co_return Failure<Error>{
+          Error{Errc::missing,
+                headKey + ": the namespace has no current head; vacuum deletes nothing without one "
+                          "(repair it first: cairn repair-head)",
+                headKey}};
+    }
+    // 4. Delete what is due, while the head stays the one walked.
+    auto moved = co_await run.deleteDue(*graph->current, *copies);
+    if (!moved) co_return failureOf(moved);
+    for (const auto& v : run.report.unreachable) {
+      if (v.verdict == VacuumVerdict::reclaim && !v.deleted) ++run.report.vanished;
+    }
+    run.tally();
+    if (*moved) {
       if (attempt >= kMaxRestarts) {
         co_return err(Errc::conflict, headKey + " kept moving while vacuum ran (" +
                                           std::to_string(kMaxRestarts) +
                                           " restarts); nothing unsafe was deleted, run it again");
       }
-      ++report.restarts;
-      report.vanished = 0;
+      ++run.report.restarts;
+      run.report.vanished = 0;
       continue;
     }
-    VerifyOptions shallow;
-    auto verified =
-        co_await verifyHeadGraph(store, *report.current, nullptr, limits, budget, shallow);
+    // 5. The current head's graph, verified again after the deletes.
+    auto verified = co_await verifyHeadGraph(store, *run.report.current, nullptr, limits, budget,
+                                             VerifyOptions{});
     if (!verified) {
       Error e = verified.error();
       e.message = "after vacuum, the current head's graph does not verify: " + e.message;
       co_return Failure<Error>{std::move(e)};
     }
-    report.verified = true;
-    co_return co_await withLeftovers(store, options, std::move(report));
+    run.report.verified = true;
+    co_return co_await withLeftovers(store, options, std::move(run.report));
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "engine/format/checks.hpp"
 #include "engine/format/keys.hpp"
+#include "engine/graph/heads.hpp"
 #include "engine/graph/verifier.hpp"
 #include "engine/journal/journal.hpp"
 #include "engine/journal/state_file.hpp"
@@ -129,7 +130,7 @@ asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone(bool compact) {
     result.reconciledIntent = true;
   }
   // 2. Observe the head once: the image and the ETag of one response.
-  auto seen = co_await observeHead();
+  auto seen = co_await observeHead(budget);
   if (!seen) co_return Failure<Error>{seen.error()};
   // 3. It must be the head this publisher expects, and its graph must match the journal.
   if (auto ok = requireExpected(*seen); !ok) co_return Failure<Error>{ok.error()};
@@ -168,33 +169,19 @@ asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone(bool compact) {
   co_return co_await sendAndReconcile(result, budget);
 }
 
-// Step 2.
-asio::awaitable<Res<Publisher::Observation>> Publisher::observeHead() {
-  std::string key = keys::currentHead(state_.ns);
-  auto got = co_await store_.get(key, limits::kHeadBytes);
-  Observation seen;
-  if (!got) {
-    // Only a real "no such key" is absence; every other failure stays a failure.
-    if (got.error().status == StoreStatus::missing) co_return seen;
-    if (got.error().status == StoreStatus::failure) {
-      // Over the 256-byte bound? Then the head is malformed (format), not the store broken.
-      auto info = co_await store_.head(key);
-      if (info && info->size != limits::kHeadBytes) {
-        co_return Failure<Error>{
-            Error{Errc::format,
-                  key + " is " + std::to_string(info->size) + " bytes, not a 256-byte head", key}};
-      }
-    }
-    co_return storeError(got.error(), key);
+// Step 2: the head once, the image and the ETag of one response (engine/graph/heads.hpp); a
+// malformed head is an error here (format), never taken for a missing one.
+asio::awaitable<Res<Publisher::Observation>> Publisher::observeHead(OperationBudget& budget) {
+  auto seen = co_await cairn::observeHead(store_, state_.ns, budget);
+  if (!seen) co_return failureOf(seen);
+  if (seen->malformed()) {
+    const std::string key = keys::currentHead(state_.ns);
+    co_return Failure<Error>{Error{Errc::format, seen->damage, key}};
   }
-  auto head = decodeHead(got->bytes);
-  if (!head) {
-    co_return Failure<Error>{
-        Error{head.error().code, key + " is not a valid head: " + head.error().message, key}};
-  }
-  seen.head = std::move(*head);
-  seen.etag = std::move(got->etag);
-  co_return seen;
+  Observation out;
+  out.head = std::move(seen->head);
+  out.etag = std::move(seen->etag);
+  co_return out;
 }
 
 // Step 3, first half: the observation against the durable expected head.
@@ -320,12 +307,7 @@ asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
     }
   }
   // The immutable copy of every proposed head, so the history can be walked (cairn log).
-  std::string copyKey = keys::headCopy(state_.ns, candidate->id());
-  if (auto r = budget.reserve(limits::kHeadBytes, 0, 1, copyKey); !r) {
-    co_return Failure<Error>{r.error()};
-  }
-  auto copied = co_await uploads.putImmutable(copyKey, candidate->image());
-  if (!copied) co_return storeError(copied.error(), copyKey);
+  CAIRN_CO_TRY(co_await installHeadCopy(uploads, *candidate, budget));
   result.bytesUploaded += limits::kHeadBytes;
   built_ = std::make_pair(candidate->id(), std::move(installed->manifest));
   intent.candidate = std::move(*candidate);
@@ -348,77 +330,104 @@ asio::awaitable<Res<void>> Publisher::recordIntent(const PendingIntent& intent) 
 asio::awaitable<Res<PublishResult>> Publisher::sendAndReconcile(PublishResult result,
                                                                 OperationBudget& budget) {
   const PendingIntent intent = *state_.pending;
-  std::string key = keys::currentHead(state_.ns);
-  // Once a PUT's answer was "unknown", later failures leave the outcome unknown too.
-  auto unknownIfSent = [&](Error e, bool unknown) {
-    if (unknown) {
-      e.code = Errc::uncertain;
-      e.message = "the conditional PUT's outcome is unknown and could not be settled (" +
-                  e.message + "); candidate " + toHex(intent.candidate.id()) +
-                  " stays pending for the next checkpoint";
-    }
-    return Failure<Error>{std::move(e)};
-  };
-  bool unknown = false;
+  bool unknown = false;  // once an answer was "unknown", later failures leave it unknown
+  // Bounded: a re-send happens only after an uncertain answer, at most uncertainRetries times.
   for (int attempt = 0;; ++attempt) {
-    if (auto r = budget.reserve(limits::kHeadBytes, 0, 1, key); !r) {
-      co_return unknownIfSent(r.error(), unknown);
+    // 6. The conditional PUT.
+    auto sent = co_await sendIntent(intent, budget);
+    if (!sent) co_return unknownIfSent(sent.error(), unknown, intent);
+    if (sent->outcome == SelectOutcome::selected) {
+      co_return co_await confirmSelected(result, sent->etag, intent);
     }
-    fault("before-put");
-    // Never unconditional; a re-send carries the same bytes and the same precondition.
-    StoreResult<std::string> put = storeFail(StoreStatus::failure, "not sent");
-    if (intent.precondition == Precondition::ifNoneMatch) {
-      put = co_await store_.putIfAbsent(key, intent.candidate.image());
-    } else {
-      put = co_await store_.putIfMatch(key, intent.candidate.image(), intent.etag);
+    unknown = unknown || sent->outcome == SelectOutcome::uncertain;
+    // 7. Anything but success: re-read, and judge it against the original intent.
+    auto settled = co_await settleAnswer(*sent, intent, result, budget, unknown);
+    if (!settled) co_return failureOf(settled);
+    if (*settled) co_return std::move(**settled);
+    // Still the predecessor after an unknown outcome: the same request again, after a pause.
+    if (attempt >= options_.uncertainRetries) {
+      co_return stillPending(sent->answer, intent);
     }
-    fault("after-put");
-    if (put) co_return co_await confirmSelected(result, std::move(*put), intent);
-    // Anything but success: re-read, and judge against the original intent.
-    StoreOutcome answer = put.error();
-    unknown = unknown || answer.status == StoreStatus::uncertain;
-    auto seen = co_await observeHead();
-    if (!seen) co_return unknownIfSent(seen.error(), unknown);
-    switch (judge(*seen, intent)) {
-      case Judgement::candidate: {
-        // Selected after all (e.g. the response was lost after the store applied it).
-        auto bound = co_await verifySelected(*seen, budget);
-        if (!bound) co_return Failure<Error>{bound.error()};
-        co_return co_await confirmSelected(result, seen->etag, intent);
-      }
-      case Judgement::other:
-        co_return Failure<Error>{
-            Error{Errc::conflict,
-                  key + ": the conditional PUT was answered " +
-                      std::string(storeStatusName(answer.status)) +
-                      " and the head is now neither the predecessor nor the candidate (" +
-                      (seen->head ? describeHead(*seen->head) : std::string("missing")) +
-                      "); the intent for candidate " + toHex(intent.candidate.id()) +
-                      " stays pending as evidence",
-                  key}};
-      case Judgement::predecessor:
-        break;
-    }
-    // The store still shows the predecessor. Only an unknown outcome is worth re-sending now;
-    // a refusal is reported and the intent stays pending for the operator and the next run.
-    if (answer.status == StoreStatus::uncertain && attempt < options_.uncertainRetries) {
-      asio::steady_timer pause(co_await asio::this_coro::executor,
-                               options_.retryPause * (attempt + 1));
-      co_await pause.async_wait(asio::use_awaitable);
-      continue;
-    }
-    Errc code =
-        answer.status == StoreStatus::uncertain ? Errc::uncertain
-        : answer.status == StoreStatus::preconditionFailed || answer.status == StoreStatus::conflict
-            ? Errc::conflict
-            : Errc::store;
-    Error e = storeError(answer, key).error;
-    e.code = code;
-    e.message += "; the head still shows the predecessor, so candidate " +
-                 toHex(intent.candidate.id()) +
-                 " stays pending: the next checkpoint re-sends it (same bytes, same precondition)";
-    co_return Failure<Error>{std::move(e)};
+    asio::steady_timer pause(co_await asio::this_coro::executor,
+                             options_.retryPause * (attempt + 1));
+    co_await pause.async_wait(asio::use_awaitable);
   }
+}
+
+// Step 6: the recorded intent, sent: If-None-Match: * or If-Match with the originally
+// observed ETag; never unconditional, a re-send with the same bytes and precondition.
+asio::awaitable<Res<Selection>> Publisher::sendIntent(const PendingIntent& intent,
+                                                      OperationBudget& budget) {
+  fault("before-put");
+  std::optional<std::string> etag;
+  if (intent.precondition == Precondition::ifMatch) etag = intent.etag;
+  auto sent = co_await putHead(store_, intent.candidate, etag, budget);
+  fault("after-put");
+  co_return sent;
+}
+
+// Step 7's table (docs/protocol.md) for an answer that was not a success, after one re-read:
+// the candidate is the head (selected after all: a lost answer), or another head is (refused:
+// conflict, evidence kept), or the predecessor still is: a refusal or failure is reported with
+// the intent pending, an unknown outcome is worth sending again (nullopt).
+asio::awaitable<Res<std::optional<PublishResult>>> Publisher::settleAnswer(
+    const Selection& sent, const PendingIntent& intent, const PublishResult& result,
+    OperationBudget& budget, bool unknown) {
+  const std::string key = keys::currentHead(state_.ns);
+  auto seen = co_await observeHead(budget);
+  if (!seen) co_return unknownIfSent(seen.error(), unknown, intent);
+  switch (judge(*seen, intent)) {
+    case Judgement::candidate: {
+      CAIRN_CO_TRY(co_await verifySelected(*seen, budget));
+      auto confirmed = co_await confirmSelected(result, seen->etag, intent);
+      if (!confirmed) co_return failureOf(confirmed);
+      co_return std::optional<PublishResult>{std::move(*confirmed)};
+    }
+    case Judgement::other:
+      co_return Failure<Error>{
+          Error{Errc::conflict,
+                key + ": the conditional PUT was answered " +
+                    std::string(storeStatusName(sent.answer.status)) +
+                    " and the head is now neither the predecessor nor the candidate (" +
+                    (seen->head ? describeHead(*seen->head) : std::string("missing")) +
+                    "); the intent for candidate " + toHex(intent.candidate.id()) +
+                    " stays pending as evidence",
+                key}};
+    case Judgement::predecessor:
+      break;
+  }
+  // The store still shows the predecessor. Only an unknown outcome is worth re-sending now;
+  // a refusal is reported and the intent stays pending for the operator and the next run.
+  if (sent.outcome == SelectOutcome::uncertain) co_return std::optional<PublishResult>{};
+  co_return stillPending(sent.answer, intent);
+}
+
+// The intent stays pending after an answer that left the predecessor selected.
+Failure<Error> Publisher::stillPending(const StoreOutcome& answer,
+                                       const PendingIntent& intent) const {
+  const std::string key = keys::currentHead(state_.ns);
+  Errc code =
+      answer.status == StoreStatus::uncertain ? Errc::uncertain
+      : answer.status == StoreStatus::preconditionFailed || answer.status == StoreStatus::conflict
+          ? Errc::conflict
+          : Errc::store;
+  Error e = storeError(answer, key).error;
+  e.code = code;
+  e.message += "; the head still shows the predecessor, so candidate " +
+               toHex(intent.candidate.id()) +
+               " stays pending: the next checkpoint re-sends it (same bytes, same precondition)";
+  return Failure<Error>{std::move(e)};
+}
+
+// Once a PUT's answer was unknown, a failure to settle it leaves the outcome unknown too.
+Failure<Error> Publisher::unknownIfSent(Error e, bool unknown, const PendingIntent& intent) {
+  if (unknown) {
+    e.code = Errc::uncertain;
+    e.message = "the conditional PUT's outcome is unknown and could not be settled (" + e.message +
+                "); candidate " + toHex(intent.candidate.id()) +
+                " stays pending for the next checkpoint";
+  }
+  return Failure<Error>{std::move(e)};
 }
 
 // Step 1: a pending intent from an earlier run.
@@ -430,7 +439,7 @@ asio::awaitable<Res<PublishResult>> Publisher::reconcilePending(OperationBudget&
                                       ", beyond this journal's end " +
                                       std::to_string(journal_.endSequence()));
   }
-  auto seen = co_await observeHead();
+  auto seen = co_await observeHead(budget);
   if (!seen) co_return Failure<Error>{seen.error()};
   PublishResult result;
   result.outcome = PublishOutcome::selected;

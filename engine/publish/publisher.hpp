@@ -15,6 +15,7 @@
 
 #include "engine/format/publisher_state.hpp"
 #include "engine/graph/checkpoint.hpp"
+#include "engine/graph/heads.hpp"
 #include "engine/runtime/async.hpp"
 #include "engine/runtime/budget.hpp"
 
@@ -97,7 +98,7 @@ class Publisher {
   struct Observation;
   enum class Judgement : std::uint8_t { candidate, predecessor, other };
 
-  boost::asio::awaitable<Res<Observation>> observeHead();
+  boost::asio::awaitable<Res<Observation>> observeHead(OperationBudget& budget);
   Res<void> requireExpected(const Observation& seen) const;
   boost::asio::awaitable<Res<std::optional<Manifest>>> verifySelected(const Observation& seen,
                                                                       OperationBudget& budget);
@@ -109,6 +110,13 @@ class Publisher {
   boost::asio::awaitable<Res<void>> recordIntent(const PendingIntent& intent);
   boost::asio::awaitable<Res<PublishResult>> sendAndReconcile(PublishResult result,
                                                               OperationBudget& budget);
+  boost::asio::awaitable<Res<Selection>> sendIntent(const PendingIntent& intent,
+                                                    OperationBudget& budget);
+  boost::asio::awaitable<Res<std::optional<PublishResult>>> settleAnswer(
+      const Selection& sent, const PendingIntent& intent, const PublishResult& result,
+      OperationBudget& budget, bool unknown);
+  Failure<Error> stillPending(const StoreOutcome& answer, const PendingIntent& intent) const;
+  static Failure<Error> unknownIfSent(Error e, bool unknown, const PendingIntent& intent);
   boost::asio::awaitable<Res<PublishResult>> reconcilePending(OperationBudget& budget);
   Judgement judge(const Observation& seen, const PendingIntent& intent) const;
   boost::asio::awaitable<Res<PublishResult>> confirmSelected(PublishResult result, std::string etag,

@@ -12,6 +12,11 @@
 namespace cairn {
 namespace {
 
+constexpr std::string_view kFileScheme = "file://";
+constexpr std::string_view kS3Scheme = "s3://";
+constexpr std::uint64_t kMinTimeoutMs = 100;
+constexpr std::uint64_t kMaxTimeoutMs = 3'600'000;
+
 Failure<std::string> bad(std::string why) { return {std::move(why)}; }
 
 std::optional<std::string> percentDecode(std::string_view s) {
@@ -44,47 +49,48 @@ bool validBucket(std::string_view b) {
   return true;
 }
 
-}  // namespace
+// One parameter of an s3:// URL, its value decoded and free of control characters: checked
+// against its allowed forms and set in `out`.
+Result<void, std::string> setParameter(const std::string& name, const std::string& value,
+                                       StoreUrl& out) {
+  if (name == "endpoint") {
+    if (auto endpoint = net::parseEndpoint(value); !endpoint) {
+      return bad("endpoint " + escapeForDisplay(value) + ": " + endpoint.error());
+    }
+    out.endpoint = value;
+  } else if (name == "region") {
+    if (!net::isValidRegion(value)) return bad("region must be 1..64 letters, digits, '-' or '_'");
+    out.region = value;
+  } else if (name == "dialect") {
+    if (value != "auto" && value != "rgw" && value != "aws") {
+      return bad("dialect must be auto, rgw or aws");
+    }
+    out.dialect = value;
+  } else if (name == "addressing") {
+    if (value != "path" && value != "virtual") return bad("addressing must be path or virtual");
+    out.virtualHost = value == "virtual";
+  } else if (name == "ca") {
+    out.caFile = value;
+  } else if (name == "timeout_ms") {
+    // Per attempt: write the request and read the whole response. 100 ms .. 1 hour.
+    std::uint64_t ms = 0;
+    bool digits = !value.empty() && value.size() <= 7;
+    for (char c : value) {
+      digits = digits && c >= '0' && c <= '9';
+      if (digits) ms = ms * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (!digits || ms < kMinTimeoutMs || ms > kMaxTimeoutMs) {
+      return bad("timeout_ms must be a whole number of milliseconds, 100..3600000");
+    }
+    out.requestTimeoutMs = ms;
+  } else {
+    return bad("unknown store URL parameter \"" + escapeForDisplay(name) + "\"");
+  }
+  return {};
+}
 
-Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
-  StoreUrl out;
-  out.text = std::string(url);
-  if (url.empty()) return bad("empty store URL");
-  if (url.rfind("file://", 0) == 0) {
-    std::string_view path = url.substr(7);
-    if (path.empty() || path.front() != '/') {
-      return bad("file URLs need an absolute path: file:///path");
-    }
-    out.directory = std::string(path);
-    return out;
-  }
-  if (url.rfind("s3://", 0) != 0) {
-    if (url.find("://") != std::string_view::npos) {
-      return bad("unknown store URL scheme in " + escapeForDisplay(url) + " (file:// or s3://)");
-    }
-    out.directory = std::string(url);
-    return out;
-  }
-  out.kind = StoreUrl::Kind::s3;
-  std::string_view rest = url.substr(5);
-  std::string_view query;
-  if (auto q = rest.find('?'); q != std::string_view::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
-  auto slash = rest.find('/');
-  out.bucket = std::string(rest.substr(0, slash));
-  if (!validBucket(out.bucket)) {
-    return bad("invalid bucket name \"" + escapeForDisplay(out.bucket) + "\"");
-  }
-  if (slash != std::string_view::npos) {
-    std::string root(rest.substr(slash + 1));
-    while (!root.empty() && root.back() == '/') root.pop_back();
-    if (!root.empty() && !isValidObjectKey(root)) {
-      return bad("invalid root prefix \"" + escapeForDisplay(root) + "\"");
-    }
-    out.root = root;
-  }
+// The query of an s3:// URL: name=value pairs, each name at most once.
+Result<void, std::string> parseQuery(std::string_view query, StoreUrl& out) {
   std::set<std::string> seen;
   while (!query.empty()) {
     auto amp = query.find('&');
@@ -105,43 +111,61 @@ Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
       return bad("store URL parameter " + escapeForDisplay(name) + " holds a control character");
     }
-    if (name == "endpoint") {
-      if (auto endpoint = net::parseEndpoint(*value); !endpoint) {
-        return bad("endpoint " + escapeForDisplay(*value) + ": " + endpoint.error());
-      }
-      out.endpoint = *value;
-    } else if (name == "region") {
-      if (!net::isValidRegion(*value)) {
-        return bad("region must be 1..64 letters, digits, '-' or '_'");
-      }
-      out.region = *value;
-    } else if (name == "dialect") {
-      if (*value != "auto" && *value != "rgw" && *value != "aws") {
-        return bad("dialect must be auto, rgw or aws");
-      }
-      out.dialect = *value;
-    } else if (name == "addressing") {
-      if (*value != "path" && *value != "virtual") return bad("addressing must be path or virtual");
-      out.virtualHost = *value == "virtual";
-    } else if (name == "ca") {
-      out.caFile = *value;
-    } else if (name == "timeout_ms") {
-      // Per attempt: write the request and read the whole response. 100 ms .. 1 hour.
-      std::uint64_t ms = 0;
-      bool digits = !value->empty() && value->size() <= 7;
-      for (char c : *value) {
-        digits = digits && c >= '0' && c <= '9';
-        if (digits) ms = ms * 10 + static_cast<std::uint64_t>(c - '0');
-      }
-      if (!digits || ms < 100 || ms > 3'600'000) {
-        return bad("timeout_ms must be a whole number of milliseconds, 100..3600000");
-      }
-      out.requestTimeoutMs = ms;
-    } else {
-      return bad("unknown store URL parameter \"" + escapeForDisplay(name) + "\"");
-    }
+    if (auto set = setParameter(name, *value, out); !set) return set;
   }
+  return {};
+}
+
+// s3://BUCKET[/ROOT]?QUERY
+Result<void, std::string> parseS3(std::string_view rest, StoreUrl& out) {
+  out.kind = StoreUrl::Kind::s3;
+  std::string_view query;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  auto slash = rest.find('/');
+  out.bucket = std::string(rest.substr(0, slash));
+  if (!validBucket(out.bucket)) {
+    return bad("invalid bucket name \"" + escapeForDisplay(out.bucket) + "\"");
+  }
+  if (slash != std::string_view::npos) {
+    std::string root(rest.substr(slash + 1));
+    while (!root.empty() && root.back() == '/') root.pop_back();
+    if (!root.empty() && !isValidObjectKey(root)) {
+      return bad("invalid root prefix \"" + escapeForDisplay(root) + "\"");
+    }
+    out.root = root;
+  }
+  if (auto parsed = parseQuery(query, out); !parsed) return parsed;
   if (out.endpoint.empty()) return bad("s3 URLs need ?endpoint=http(s)://host[:port]");
+  return {};
+}
+
+}  // namespace
+
+Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
+  StoreUrl out;
+  out.text = std::string(url);
+  if (url.empty()) return bad("empty store URL");
+  if (url.starts_with(kFileScheme)) {
+    std::string_view path = url.substr(kFileScheme.size());
+    if (path.empty() || path.front() != '/') {
+      return bad("file URLs need an absolute path: file:///path");
+    }
+    out.directory = std::string(path);
+    return out;
+  }
+  if (url.starts_with(kS3Scheme)) {
+    if (auto parsed = parseS3(url.substr(kS3Scheme.size()), out); !parsed) {
+      return Failure<std::string>{parsed.error()};
+    }
+    return out;
+  }
+  if (url.find("://") != std::string_view::npos) {
+    return bad("unknown store URL scheme in " + escapeForDisplay(url) + " (file:// or s3://)");
+  }
+  out.directory = std::string(url);
   return out;
 }
 
