@@ -43,7 +43,7 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
     db->store_ = std::move(*store);
   }
   auto journal = co_await Journal::create(uring, dir, databaseId, options.journal);
-  if (!journal) co_return Failure<Error>{journal.error()};
+  if (!journal) co_return failureOf(journal);
   db->journal_ = std::move(*journal);
   if (!target) {
     const std::string note = "this database publishes nowhere (created without a store)\n";
@@ -59,10 +59,10 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
     state.publisher = target->publisher;
     state.lineage = db->journal_->lineage();
     auto init = co_await initializePublisher(uring, dir, state);
-    if (!init) co_return Failure<Error>{init.error()};
+    if (!init) co_return failureOf(init);
   }
   auto attached = co_await attach(uring, *db, dir, std::move(options));
-  if (!attached) co_return Failure<Error>{attached.error()};
+  if (!attached) co_return failureOf(attached);
   co_return db;
 }
 
@@ -71,10 +71,10 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::open(io::Uring& uring,
                                                                DatabaseOptions options) {
   std::unique_ptr<Database> db(new Database());
   auto journal = co_await Journal::open(uring, dir, options.journal);
-  if (!journal) co_return Failure<Error>{journal.error()};
+  if (!journal) co_return failureOf(journal);
   db->journal_ = std::move(*journal);
   auto attached = co_await attach(uring, *db, dir, std::move(options));
-  if (!attached) co_return Failure<Error>{attached.error()};
+  if (!attached) co_return failureOf(attached);
   co_return db;
 }
 
@@ -86,7 +86,7 @@ asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
   db.limits_.bytes = InFlightLimit(std::max<std::uint64_t>(options.inflightBytes, 1));
   db.limits_.requests = InFlightLimit(std::max<std::uint64_t>(options.inflightRequests, 1));
   auto state = co_await loadPublisherState(uring, dir);
-  if (!state) co_return Failure<Error>{state.error()};
+  if (!state) co_return failureOf(state);
   if (!*state) {
     std::error_code ec;
     if (std::filesystem::exists(dir / kJournalOnlyFile, ec)) co_return Res<void>{};

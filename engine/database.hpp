@@ -59,7 +59,7 @@ class Database {
   boost::asio::awaitable<Res<std::uint64_t>> append(ByteView payload) {
     return journal_->append(payload);
   }
-  // Publishes a checkpoint of everything acknowledged so far (DESIGN.md §6).
+  // Publishes a checkpoint of everything acknowledged so far (docs/design.md §6.2).
   boost::asio::awaitable<Res<PublishResult>> checkpoint();
   // Compaction (Publisher::compact): the same cutoff in fewer, larger segments.
   boost::asio::awaitable<Res<PublishResult>> compact();

@@ -1,4 +1,4 @@
-// DirectoryLock: one process owns a database directory at a time (DESIGN.md §2.1).
+// DirectoryLock: one process owns a database directory at a time (docs/design.md §4.1).
 //
 // The lock is an exclusive, non-blocking flock(2) on DIR/LOCK (created if absent; a symbolic
 // link there is refused, never followed). flock belongs to the open file description, so a

@@ -16,7 +16,7 @@
 // FIFO (no allocation beyond the operation itself) and takes the next free slot in order; it
 // never fails for lack of room. The FIFO's bound is the number of suspended callers: each
 // waiter is a coroutine that issued one operation, and the engine's in-flight budgets
-// (DESIGN.md §5) bound those.
+// (docs/design.md §1.5) bound those.
 //
 // Batching. Operations started during one turn of the loop are prepared into the submission
 // queue, and one posted flush submits them with a single io_uring_enter. Waiters admitted

@@ -2,7 +2,7 @@
 // store can answer): GET, HEAD, PUT (plain, If-None-Match: *, If-Match), DELETE and
 // ListObjectsV2, signed with SigV4, over HttpClient's keep-alive pool.
 //
-// Outcomes (DESIGN.md §1, §4, §6):
+// Outcomes (docs/design.md §1.4, §3.2, §6.3):
 // - ok
 // - missing: only a 404 whose S3 code is NoSuchKey (a HEAD 404 has no body; the bucket is
 //   then checked with HEAD bucket, so a missing bucket is never taken for a missing key);

@@ -1,4 +1,4 @@
-// Where S3 providers differ, in one place (DESIGN.md §4), and a probe that checks a store
+// Where S3 providers differ, in one place (docs/design.md §3.4), and a probe that checks a store
 // really enforces conditional writes before anything is published to it.
 //
 //                          aws (and the HTTP standard)     rgw (Ceph RGW 16, measured)

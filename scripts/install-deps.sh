@@ -2,10 +2,14 @@
 # Installs the Debian 12 packages cairn needs to build and test, skipping what is present.
 set -euo pipefail
 
+# Boost: the headers and Boost.JSON only (libboost1.81-all-dev would pull in OpenMPI).
+# The catalog: Avro C (Iceberg manifests), python3-avro (test manifests written apart),
+# python3-prometheus-client (a real parser of the metrics format); spin: the protocol models.
 packages=(
   cmake ninja-build g++ ccache pkg-config python3 clang-format
-  libboost1.81-all-dev liburing-dev libssl-dev libsimdjson-dev catch2 libcli11-dev
-  libpugixml-dev libfmt-dev libspdlog-dev libbenchmark-dev clang-14 libclang-rt-14-dev
+  libboost1.81-dev libboost-json1.81-dev liburing-dev libssl-dev libsimdjson-dev catch2
+  libcli11-dev libpugixml-dev libfmt-dev libspdlog-dev libbenchmark-dev clang-14
+  libclang-rt-14-dev spin libavro-dev python3-avro python3-prometheus-client
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs cairn's whole test suite, as CI does: installs what is missing, checks formatting,
-# then builds and runs the tests in the release, ASan+UBSan and TSan builds, and runs every
-# fuzz target briefly. Fails on the first failing step.
+# model-checks the protocols (spin; in the quick loop too), then builds and runs the tests in
+# the release, ASan+UBSan and TSan builds, and runs every fuzz target briefly. Fails on the
+# first failing step.
 #   CAIRN_TEST_QUICK=1  only the release build (for a fast local loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,9 @@ trap 'bash "$shared/s3/stop-rgw.sh" --purge >/dev/null 2>&1 || true' EXIT
 step "clang-format"
 mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find base io net engine tests perf -name '*.[ch]pp')
 clang-format --dry-run -Werror "${sources[@]}"
+
+step "model checking (spin)"
+bash scripts/check-models.sh
 
 run_ctest() {  # dir [ctest args...]
   local dir=$1

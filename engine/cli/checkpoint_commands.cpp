@@ -78,7 +78,7 @@ asio::awaitable<Res<StoreOf>> openStoreOf(io::Uring& uring, const GraphOptions& 
   std::string nsText = opt.ns;
   if (storeUrl.empty() || nsText.empty()) {
     auto state = co_await loadPublisherState(uring, opt.dir);
-    if (!state) co_return Failure<Error>{state.error()};
+    if (!state) co_return failureOf(state);
     if (!*state) {
       co_return err(Errc::usage, opt.dir + " has no publisher state: give --store and --namespace");
     }
@@ -104,11 +104,11 @@ struct Opened {
 asio::awaitable<Res<Opened>> openAll(io::Uring& uring, const GraphOptions& opt) {
   Opened o;
   auto journal = co_await Journal::open(uring, opt.dir);
-  if (!journal) co_return Failure<Error>{journal.error()};
+  if (!journal) co_return failureOf(journal);
   o.journal = std::move(*journal);
   noteTornTail(*o.journal);
   auto s = co_await openStoreOf(uring, opt);
-  if (!s) co_return Failure<Error>{s.error()};
+  if (!s) co_return failureOf(s);
   o.store = std::move(s->store);
   o.ns = s->ns;
   co_return o;
@@ -208,7 +208,7 @@ asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   Res<VerifiedGraph> graph = err(Errc::usage, "nothing verified");
   auto o = co_await openStoreOf(uring, opt);
   if (!o) {
-    graph = Failure<Error>{o.error()};
+    graph = failureOf(o);
   } else {
     auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
     // (verifyNamed checks the head's lineage against the journal's once it has the head.)

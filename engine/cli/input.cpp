@@ -143,7 +143,7 @@ asio::awaitable<Res<std::optional<Bytes>>> StdinRecords::next() {
   for (;;) {
     if (auto record = splitter_.next()) co_return std::optional<Bytes>{std::move(*record)};
     if (!splitter_.error().empty()) co_return err(Errc::usage, splitter_.error());
-    if (ended_) co_return std::optional<Bytes>{};
+    if (ended_) co_return std::nullopt;
     Bytes chunk = co_await reader_.next();
     if (!chunk.empty()) {
       splitter_.feed(chunk);

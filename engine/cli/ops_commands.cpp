@@ -16,6 +16,7 @@
 #include "engine/ops/backup.hpp"
 #include "engine/ops/repair.hpp"
 #include "engine/ops/vacuum.hpp"
+#include "engine/ops/vacuum_lease.hpp"
 #include "engine/store/open_store.hpp"
 #include "io/uring.hpp"
 
@@ -149,6 +150,7 @@ void printVacuum(const VacuumCli& opt, const VacuumReport& report, double second
                   .addRaw("deleted", classCounts(r->deleted))
                   .add("restarts", r->restarts)
                   .add("verified", r->verified)
+                  .add("lease_released", r->leaseReleased)
                   .addRaw("leftovers", leftoversJson(r->leftovers))
                   .addRaw("objects", objects)
                   .add("seconds", seconds));
@@ -172,6 +174,10 @@ void printVacuum(const VacuumCli& opt, const VacuumReport& report, double second
   if (opt.apply) {
     std::cout << "deleted " << gone.objects << " objects (" << gone.bytes << " bytes)"
               << (r->verified ? "; the current head verifies" : "") << "\n";
+    if (!r->leaseReleased) {
+      std::cout << "the vacuum lease could not be removed; it expires in at most "
+                << kVacuumLeaseTermSeconds << " s\n";
+    }
   } else {
     std::cout << "dry run: nothing deleted (--apply deletes)\n";
   }
@@ -308,7 +314,7 @@ Res<Uuid> parseNamespaceOption(const std::string& text) {
 Res<NamespaceInStore> openNamespace(io::Uring& uring, const asio::any_io_executor& executor,
                                     const std::string& storeUrl, const std::string& ns) {
   auto parsed = parseNamespaceOption(ns);
-  if (!parsed) return Failure<Error>{parsed.error()};
+  if (!parsed) return failureOf(parsed);
   auto store = openStore(uring, executor, storeUrl);
   if (!store) return err(Errc::usage, store.error());
   return NamespaceInStore{*parsed, std::move(*store)};

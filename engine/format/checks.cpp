@@ -8,7 +8,7 @@ namespace cairn {
 
 Res<Digest> lineageId(ByteView journalHeaderBytes) {
   auto header = decodeJournalHeader(journalHeaderBytes);
-  if (!header) return Failure<Error>{header.error()};
+  if (!header) return failureOf(header);
   if (header->bytes.size() != journalHeaderBytes.size()) {
     return err(Errc::format, "journal header has trailing bytes");
   }

@@ -13,7 +13,7 @@ bool allZero(const std::uint8_t* p, std::size_t n) {
   return std::all_of(p, p + n, [](std::uint8_t b) { return b == 0; });
 }
 
-// Byte offsets of DESIGN.md §2.4.
+// Byte offsets of docs/design.md §2.5.
 namespace off {
 constexpr std::size_t magic = 0, version = 8, flags = 12, ns = 16, publisher = 32, publication = 48,
                       lineage = 64, revision = 96, manifestSha = 104, manifestLen = 136,
@@ -73,7 +73,7 @@ Res<void> validateHeadFields(const HeadFields& f) {
 }
 
 Res<Head> makeHead(const HeadFields& f) {
-  if (auto ok = validateHeadFields(f); !ok) return Failure<Error>{ok.error()};
+  if (auto ok = validateHeadFields(f); !ok) return failureOf(ok);
   Head h;
   h.fields_ = f;
   std::uint8_t* p = h.image_.data();
@@ -138,7 +138,7 @@ Res<Head> decodeHead(ByteView image, const std::optional<HeadReference>& expecte
   } else {
     f.predecessor = HeadReference{getDigest(p + off::predSha), predLength};
   }
-  if (auto ok = validateHeadFields(f); !ok) return Failure<Error>{ok.error()};
+  if (auto ok = validateHeadFields(f); !ok) return failureOf(ok);
 
   h.id_ = sha256(h.image_);
   if (expected && (expected->id != h.id_ || expected->length != limits::kHeadBytes)) {

@@ -1,4 +1,4 @@
-// The 256-byte v1 checkpoint head (DESIGN.md §2.4, docs/formats.md §4).
+// The 256-byte v1 checkpoint head (docs/design.md §2.5, docs/formats.md §4).
 #pragma once
 
 #include <array>
@@ -67,7 +67,7 @@ Res<void> validateHeadFields(const HeadFields& f);
 Res<Head> makeHead(const HeadFields& f);
 inline Res<HeadBytes> encodeHead(const HeadFields& f) {
   auto h = makeHead(f);
-  if (!h) return Failure<Error>{h.error()};
+  if (!h) return failureOf(h);
   return h->image();
 }
 // Bounded decode. With `expected`, the image must be exactly that reference (code `reference`).

@@ -48,7 +48,7 @@ Res<std::uint64_t> journalHeaderLength(ByteView first16) {
 
 Res<JournalHeader> decodeJournalHeader(ByteView bytes) {
   auto length = journalHeaderLength(bytes);
-  if (!length) return Failure<Error>{length.error()};
+  if (!length) return failureOf(length);
   if (bytes.size() < *length) {
     return err(Errc::format, "journal header needs " + std::to_string(*length) + " bytes, have " +
                                  std::to_string(bytes.size()));

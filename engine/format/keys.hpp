@@ -4,6 +4,7 @@
 //   ns-N-head-H.bin         the immutable copy of a head, H its id
 //   ns-N-manifest-H.bin     a manifest, H the SHA-256 of its bytes
 //   ns-N-segment-H.bin      a segment, H the SHA-256 of its bytes
+//   ns-N-vacuum.lease       the lease of the vacuum deleting in the namespace, while one runs
 // N: the namespace UUID as 32 lowercase hex digits; H: 64 lowercase hex digits.
 #pragma once
 
@@ -38,6 +39,7 @@ inline std::string manifest(const Uuid& ns, const Digest& h) {
 inline std::string segment(const Uuid& ns, const Digest& h) {
   return namespacePrefix(ns) + "segment-" + toHex(h) + ".bin";
 }
+inline std::string vacuumLease(const Uuid& ns) { return namespacePrefix(ns) + "vacuum.lease"; }
 
 // The class of `key` under `nsPrefix` (namespacePrefix); `other` for anything cairn does not
 // name so (never touched by reclamation).

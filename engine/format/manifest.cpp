@@ -96,7 +96,7 @@ class Reader {
   }
   Res<std::uint64_t> number(std::string_view key) {
     auto v = member(key);
-    if (!v) return Failure<Error>{v.error()};
+    if (!v) return failureOf(v);
     std::uint64_t n = 0;
     if (v->get_uint64().get(n) != simdjson::SUCCESS) {
       return bad("\"" + std::string(key) + "\" is not a non-negative integer");
@@ -105,7 +105,7 @@ class Reader {
   }
   Res<std::string_view> string(std::string_view key) {
     auto v = member(key);
-    if (!v) return Failure<Error>{v.error()};
+    if (!v) return failureOf(v);
     std::string_view s;
     if (v->get_string().get(s) != simdjson::SUCCESS) {
       return bad("\"" + std::string(key) + "\" is not a string");
@@ -114,7 +114,7 @@ class Reader {
   }
   Res<Digest> digest(std::string_view key) {
     auto s = string(key);
-    if (!s) return Failure<Error>{s.error()};
+    if (!s) return failureOf(s);
     auto raw = fromHex(*s);
     if (!raw || raw->size() != 32) {
       return bad("\"" + std::string(key) + "\" is not 64 lowercase hex digits");
@@ -149,7 +149,7 @@ Res<simdjson::dom::object> asObject(simdjson::dom::element e, std::string_view w
 
 Res<ManifestSegment> readSegment(simdjson::dom::element e, std::size_t i) {
   auto obj = asObject(e, segmentWhere(i) + "entry");
-  if (!obj) return Failure<Error>{obj.error()};
+  if (!obj) return failureOf(obj);
   Reader r(*obj);
   ManifestSegment s;
   std::uint64_t count = 0;
@@ -161,13 +161,13 @@ Res<ManifestSegment> readSegment(simdjson::dom::element e, std::size_t i) {
   CAIRN_TRY_ASSIGN(s.journalStart, r.number("journal_start"));
   CAIRN_TRY_ASSIGN(s.objectLength, r.number("object_length"));
   CAIRN_TRY_ASSIGN(s.objectSha256, r.digest("object_sha256"));
-  if (auto ok = r.end(); !ok) return Failure<Error>{ok.error()};
+  if (auto ok = r.end(); !ok) return failureOf(ok);
   return s;
 }
 
 Res<Manifest> readManifest(simdjson::dom::element root) {
   auto obj = asObject(root, "the document");
-  if (!obj) return Failure<Error>{obj.error()};
+  if (!obj) return failureOf(obj);
   Reader r(*obj);
   Manifest m;
   std::uint64_t format = 0;
@@ -184,12 +184,12 @@ Res<Manifest> readManifest(simdjson::dom::element root) {
   simdjson::dom::element prefixElement;
   CAIRN_TRY_ASSIGN(prefixElement, r.member("prefix"));
   auto prefixObj = asObject(prefixElement, "prefix");
-  if (!prefixObj) return Failure<Error>{prefixObj.error()};
+  if (!prefixObj) return failureOf(prefixObj);
   Reader p(*prefixObj);
   CAIRN_TRY_ASSIGN(m.prefix.length, p.number("length"));
   CAIRN_TRY_ASSIGN(m.prefix.sequence, p.number("sequence"));
   CAIRN_TRY_ASSIGN(m.prefix.sha256, p.digest("sha256"));
-  if (auto ok = p.end(); !ok) return Failure<Error>{ok.error()};
+  if (auto ok = p.end(); !ok) return failureOf(ok);
 
   simdjson::dom::element segmentsElement;
   CAIRN_TRY_ASSIGN(segmentsElement, r.member("segments"));
@@ -200,10 +200,10 @@ Res<Manifest> readManifest(simdjson::dom::element root) {
   std::size_t i = 0;
   for (simdjson::dom::element e : segments) {
     auto s = readSegment(e, i++);
-    if (!s) return Failure<Error>{s.error()};
+    if (!s) return failureOf(s);
     m.segments.push_back(*s);
   }
-  if (auto ok = r.end(); !ok) return Failure<Error>{ok.error()};
+  if (auto ok = r.end(); !ok) return failureOf(ok);
   return m;
 }
 
@@ -274,7 +274,7 @@ Res<Manifest> decodeManifest(ByteView bytes) {
   }
   auto m = readManifest(root);
   if (!m) return m;
-  if (auto ok = validateManifest(*m); !ok) return Failure<Error>{ok.error()};
+  if (auto ok = validateManifest(*m); !ok) return failureOf(ok);
   if (encodeUnchecked(*m) != asChars(bytes)) return bad("not in canonical form");
   return m;
 }

@@ -23,6 +23,11 @@ Failure<Error> about(const char* head, Error e) {
 constexpr std::uint32_t kHasExpected = 1, kHasPending = 2;
 // Magic, version, flags, namespace, publisher, lineage and the URL length: bytes [0, 82).
 constexpr std::size_t kFixedBytes = 82;
+namespace pst {  // byte offsets of the fixed fields (docs/formats.md)
+constexpr std::size_t version = 8, flags = 12, ns = 16, publisher = 32, lineage = 48,
+                      urlLength = 80;
+static_assert(urlLength + 2 == kFixedBytes);
+}  // namespace pst
 constexpr std::size_t kCrcBytes = 4;
 
 bool printableUrl(std::string_view url) {
@@ -155,19 +160,19 @@ Res<std::string> readText(Reader& r, std::size_t min, std::size_t max, const cha
 
 Res<ExpectedHead> readExpected(Reader& r) {
   auto head = readHead(r, "expected head");
-  if (!head) return Failure<Error>{head.error()};
+  if (!head) return failureOf(head);
   auto etag = readText(r, 1, kMaxEtagBytes, "expected head's ETag");
-  if (!etag) return Failure<Error>{etag.error()};
+  if (!etag) return failureOf(etag);
   return ExpectedHead{std::move(*head), std::move(*etag)};
 }
 
 Res<PendingIntent> readPending(Reader& r) {
   auto candidate = readHead(r, "pending candidate");
-  if (!candidate) return Failure<Error>{candidate.error()};
+  if (!candidate) return failureOf(candidate);
   ByteView pre;
   if (!r.take(1, pre)) return bad("precondition is truncated");
   auto etag = readText(r, 0, kMaxEtagBytes, "precondition's ETag");
-  if (!etag) return Failure<Error>{etag.error()};
+  if (!etag) return failureOf(etag);
   // Any byte is kept here; validate() refuses all but 1 and 2.
   return PendingIntent{std::move(*candidate), static_cast<Precondition>(pre[0]), std::move(*etag)};
 }
@@ -186,25 +191,25 @@ bool isStrongEtag(std::string_view etag) {
 Res<Bytes> encodePublisherState(const PublisherState& s) {
   if (s.expected) {
     if (auto ok = requireImage("expected head", s.expected->head); !ok) {
-      return Failure<Error>{ok.error()};
+      return failureOf(ok);
     }
   }
   if (s.pending) {
     if (auto ok = requireImage("pending candidate", s.pending->candidate); !ok) {
-      return Failure<Error>{ok.error()};
+      return failureOf(ok);
     }
   }
-  if (auto ok = validate(s); !ok) return Failure<Error>{ok.error()};
+  if (auto ok = validate(s); !ok) return failureOf(ok);
 
   Bytes out(kFixedBytes);
   std::uint8_t* p = out.data();
   std::memcpy(p, kPublisherStateMagic, 8);
-  storeBe32(p + 8, kPublisherStateVersion);
-  storeBe32(p + 12, (s.expected ? kHasExpected : 0) | (s.pending ? kHasPending : 0));
-  std::memcpy(p + 16, s.ns.bytes.data(), 16);
-  std::memcpy(p + 32, s.publisher.bytes.data(), 16);
-  std::memcpy(p + 48, s.lineage.data(), 32);
-  storeBe16(p + 80, static_cast<std::uint16_t>(s.storeUrl.size()));
+  storeBe32(p + pst::version, kPublisherStateVersion);
+  storeBe32(p + pst::flags, (s.expected ? kHasExpected : 0) | (s.pending ? kHasPending : 0));
+  std::memcpy(p + pst::ns, s.ns.bytes.data(), 16);
+  std::memcpy(p + pst::publisher, s.publisher.bytes.data(), 16);
+  std::memcpy(p + pst::lineage, s.lineage.data(), 32);
+  storeBe16(p + pst::urlLength, static_cast<std::uint16_t>(s.storeUrl.size()));
   append(out, asBytes(s.storeUrl));
   if (s.expected) {
     append(out, s.expected->head.image());
@@ -225,15 +230,16 @@ Res<Bytes> encodePublisherState(const PublisherState& s) {
 
 Res<PublisherState> decodePublisherState(ByteView bytes) {
   if (bytes.size() < kFixedBytes + 1 + kCrcBytes || bytes.size() > kMaxPublisherStateBytes) {
-    return bad("file has " + std::to_string(bytes.size()) + " bytes, outside 87.." +
+    return bad("file has " + std::to_string(bytes.size()) + " bytes, outside " +
+               std::to_string(kFixedBytes + 1 + kCrcBytes) + ".." +
                std::to_string(kMaxPublisherStateBytes));
   }
   const std::uint8_t* p = bytes.data();
   if (std::memcmp(p, kPublisherStateMagic, 8) != 0) return bad("magic is not CAIRNPST");
-  if (std::uint32_t v = loadBe32(p + 8); v != kPublisherStateVersion) {
+  if (std::uint32_t v = loadBe32(p + pst::version); v != kPublisherStateVersion) {
     return bad("version " + std::to_string(v) + " is not 1");
   }
-  std::uint32_t flags = loadBe32(p + 12);
+  std::uint32_t flags = loadBe32(p + pst::flags);
   if ((flags & ~(kHasExpected | kHasPending)) != 0) {
     return bad("flags " + std::to_string(flags) + " set reserved bits");
   }
@@ -243,28 +249,28 @@ Res<PublisherState> decodePublisherState(ByteView bytes) {
   if (loadBe32(p + crcAt) != crc32c(bytes.first(crcAt))) return bad("CRC32C mismatch");
 
   PublisherState s;
-  std::memcpy(s.ns.bytes.data(), p + 16, 16);
-  std::memcpy(s.publisher.bytes.data(), p + 32, 16);
-  std::memcpy(s.lineage.data(), p + 48, 32);
-  Reader r(bytes.first(crcAt).subspan(kFixedBytes - 2));  // from the URL length to the CRC
+  std::memcpy(s.ns.bytes.data(), p + pst::ns, 16);
+  std::memcpy(s.publisher.bytes.data(), p + pst::publisher, 16);
+  std::memcpy(s.lineage.data(), p + pst::lineage, 32);
+  Reader r(bytes.first(crcAt).subspan(pst::urlLength));  // from the URL length to the CRC
   auto url = readText(r, 1, kMaxStoreUrlBytes, "store URL");
-  if (!url) return Failure<Error>{url.error()};
+  if (!url) return failureOf(url);
   s.storeUrl = std::move(*url);
   if (flags & kHasExpected) {
     auto e = readExpected(r);
-    if (!e) return Failure<Error>{e.error()};
+    if (!e) return failureOf(e);
     s.expected = std::move(*e);
   }
   if (flags & kHasPending) {
     auto i = readPending(r);
-    if (!i) return Failure<Error>{i.error()};
+    if (!i) return failureOf(i);
     s.pending = std::move(*i);
   }
   // Exact: no byte between the last field and the CRC, so one state has one image.
   if (r.left() != 0) {
     return bad(std::to_string(r.left()) + " bytes after the last field the flags declare");
   }
-  if (auto ok = validate(s); !ok) return Failure<Error>{ok.error()};
+  if (auto ok = validate(s); !ok) return failureOf(ok);
   return s;
 }
 

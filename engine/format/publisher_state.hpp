@@ -1,4 +1,4 @@
-// The publisher's durable state (DESIGN.md §6, docs/formats.md §5): one small file in the
+// The publisher's durable state (docs/design.md §2.7, docs/formats.md §5): one small file in the
 // database directory, written only by durable replace under the directory lock.
 //
 // v1 layout, all integers big-endian:

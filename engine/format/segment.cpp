@@ -34,43 +34,51 @@ Res<void> validateSegmentHeader(const SegmentHeader& h) {
                std::to_string(h.count) + " frames");
   }
   if (body > limits::kMaxSegmentBodyBytes) {
-    return bad("body of " + std::to_string(body) + " bytes exceeds the 256 MiB cap");
+    return bad("body of " + std::to_string(body) + " bytes exceeds the " +
+               std::to_string(limits::kMaxSegmentBodyBytes >> 20) + " MiB cap");
   }
   return {};
 }
+
+namespace seg {  // byte offsets of the segment header's fields (docs/formats.md)
+constexpr std::size_t version = 8, lineage = 12, firstSequence = 44, count = 52, journalStart = 56,
+                      journalEnd = 64, crc = 72;
+static_assert(crc + 4 == limits::kSegmentHeaderBytes);
+}  // namespace seg
 
 Res<Bytes> encodeSegmentHeader(const SegmentHeader& h) {
   if (auto ok = validateSegmentHeader(h); !ok) return err(Errc::usage, ok.error().message);
   Bytes out(limits::kSegmentHeaderBytes);
   std::uint8_t* p = out.data();
   std::memcpy(p, kSegmentMagic, 8);
-  storeBe32(p + 8, kSegmentVersion);
-  std::memcpy(p + 12, h.lineage.data(), 32);
-  storeBe64(p + 44, h.firstSequence);
-  storeBe32(p + 52, h.count);
-  storeBe64(p + 56, h.journalStart);
-  storeBe64(p + 64, h.journalEnd);
-  storeBe32(p + 72, crc32c(ByteView(p, 72)));
+  storeBe32(p + seg::version, kSegmentVersion);
+  std::memcpy(p + seg::lineage, h.lineage.data(), 32);
+  storeBe64(p + seg::firstSequence, h.firstSequence);
+  storeBe32(p + seg::count, h.count);
+  storeBe64(p + seg::journalStart, h.journalStart);
+  storeBe64(p + seg::journalEnd, h.journalEnd);
+  storeBe32(p + seg::crc, crc32c(ByteView(p, seg::crc)));
   return out;
 }
 
 Res<SegmentHeader> decodeSegmentHeader(ByteView first76) {
   if (first76.size() < limits::kSegmentHeaderBytes) {
-    return bad("header needs 76 bytes, have " + std::to_string(first76.size()));
+    return bad("header needs " + std::to_string(limits::kSegmentHeaderBytes) + " bytes, have " +
+               std::to_string(first76.size()));
   }
   const std::uint8_t* p = first76.data();
   if (std::memcmp(p, kSegmentMagic, 8) != 0) return bad("magic is not CAIRNSEG");
-  if (std::uint32_t v = loadBe32(p + 8); v != kSegmentVersion) {
+  if (std::uint32_t v = loadBe32(p + seg::version); v != kSegmentVersion) {
     return bad("version " + std::to_string(v) + " is not 1");
   }
-  if (loadBe32(p + 72) != crc32c(ByteView(p, 72))) return bad("header CRC32C mismatch");
+  if (loadBe32(p + seg::crc) != crc32c(ByteView(p, seg::crc))) return bad("header CRC32C mismatch");
   SegmentHeader h;
-  std::memcpy(h.lineage.data(), p + 12, 32);
-  h.firstSequence = loadBe64(p + 44);
-  h.count = loadBe32(p + 52);
-  h.journalStart = loadBe64(p + 56);
-  h.journalEnd = loadBe64(p + 64);
-  if (auto ok = validateSegmentHeader(h); !ok) return Failure<Error>{ok.error()};
+  std::memcpy(h.lineage.data(), p + seg::lineage, 32);
+  h.firstSequence = loadBe64(p + seg::firstSequence);
+  h.count = loadBe32(p + seg::count);
+  h.journalStart = loadBe64(p + seg::journalStart);
+  h.journalEnd = loadBe64(p + seg::journalEnd);
+  if (auto ok = validateSegmentHeader(h); !ok) return failureOf(ok);
   return h;
 }
 
@@ -93,7 +101,7 @@ Res<void> checkBody(const SegmentHeader& h, ByteView body) {
 
 Res<Bytes> encodeSegment(const SegmentHeader& h, ByteView body) {
   auto header = encodeSegmentHeader(h);
-  if (!header) return Failure<Error>{header.error()};
+  if (!header) return failureOf(header);
   if (auto ok = checkBody(h, body); !ok) return err(Errc::usage, ok.error().message);
   Bytes out = std::move(*header);
   out.insert(out.end(), body.begin(), body.end());
@@ -104,7 +112,7 @@ Res<SegmentHeader> decodeSegment(ByteView object) {
   auto h = decodeSegmentHeader(object);
   if (!h) return h;
   if (auto ok = checkBody(*h, object.subspan(limits::kSegmentHeaderBytes)); !ok) {
-    return Failure<Error>{ok.error()};
+    return failureOf(ok);
   }
   return h;
 }

@@ -102,7 +102,7 @@ asio::awaitable<Res<Bytes>> readSegment(Journal& journal, const Digest& lineage,
                                         const ManifestSegment& seg, BufferPool& buffers) {
   SegmentHeader h{lineage, seg.firstSequence, seg.count, seg.journalStart, seg.journalEnd};
   auto header = encodeSegmentHeader(h);
-  if (!header) co_return Failure<Error>{header.error()};
+  if (!header) co_return failureOf(header);
   // Every byte is written below: the header, then the range (read into place).
   Bytes object = buffers.takeSized(seg.objectLength);
   std::copy(header->begin(), header->end(), object.begin());
@@ -111,7 +111,7 @@ asio::awaitable<Res<Bytes>> readSegment(Journal& journal, const Digest& lineage,
       std::span<std::uint8_t>(object).subspan(limits::kSegmentHeaderBytes));
   if (!read) {
     buffers.give(std::move(object));
-    co_return Failure<Error>{read.error()};
+    co_return failureOf(read);
   }
   co_return object;
 }
@@ -236,7 +236,7 @@ asio::awaitable<Res<void>> uploadSegments(Journal& journal, ObjectStore& store, 
     if (auto ok = budget.reserve(seg.objectLength, seg.count, 1,
                                  "segment " + std::to_string(seg.firstSequence));
         !ok) {
-      co_return Failure<Error>{ok.error()};
+      co_return failureOf(ok);
     }
     auto heldPermit = co_await shared->held.acquire(1);
     auto bytesPermit = co_await limits.bytes.acquire(seg.objectLength);
@@ -247,13 +247,13 @@ asio::awaitable<Res<void>> uploadSegments(Journal& journal, ObjectStore& store, 
     } catch (const std::exception& e) {  // an allocation's
       read.emplace(err(Errc::io, "segment " + std::to_string(seg.firstSequence) + ": " + e.what()));
     }
-    if (!*read) co_return Failure<Error>{read->error()};
+    if (!*read) co_return failureOf(*read);
     Bytes object = std::move(**read);
     if (prefix) {
       auto named = co_await checkAndNameOnPool(seg, object, prefix);
       if (!named) {
         shared->buffers.give(std::move(object));
-        co_return Failure<Error>{named.error()};
+        co_return failureOf(named);
       }
     }
     if (!co_await tasks.room()) break;
@@ -268,8 +268,8 @@ asio::awaitable<Res<void>> uploadSegments(Journal& journal, ObjectStore& store, 
             co_await uploadSegment(store, ns, seg, object, shared->uploads, limits, options);
       }
       shared->buffers.give(std::move(object));
-      if (!named) co_return Failure<Error>{named.error()};
-      if (!installed) co_return Failure<Error>{installed.error()};
+      if (!named) co_return failureOf(named);
+      if (!installed) co_return failureOf(installed);
       countInstalled(out, rewritten, ns, seg, *installed);
       co_return Res<void>{};
     });

@@ -1,4 +1,4 @@
-// Checkpoint building (DESIGN.md §2.2-§3): cut the journal since the previous checkpoint into
+// Checkpoint building (docs/design.md §5.4): cut the journal since the previous checkpoint into
 // segments, install every immutable segment and the manifest concurrently under the engine's
 // in-flight limits and the operation's budget.
 #pragma once

@@ -83,7 +83,7 @@ asio::awaitable<Res<void>> compareWithJournal(Journal& journal, const std::strin
                                        ") are not this segment's (another history, or damage)",
                                    key}};
   }
-  if (!read) co_return Failure<Error>{read.error()};
+  if (!read) co_return failureOf(read);
   co_return Res<void>{};
 }
 
@@ -130,7 +130,7 @@ Res<void> checkJournalReaches(const Journal& journal, const Manifest& m,
                               const std::string& manifestKey) {
   if (journal.scanned()) return checkJournalPrefix(journal, m, manifestKey);
   auto bytes = journal.fileBytes();
-  if (!bytes) return Failure<Error>{bytes.error()};
+  if (!bytes) return failureOf(bytes);
   if (*bytes < m.prefix.length) {
     return Failure<Error>{Error{Errc::diverged,
                                 "the journal has " + std::to_string(*bytes) +
@@ -145,7 +145,8 @@ struct Fetch {
   std::optional<StoreResult<StoredObject>> result;
   std::optional<Res<void>> check;      // deep: checkSegment's verdict, computed on the CPU pool
   std::optional<Digest> objectSha256;  // hashed by the fetch (where lanes do not interleave)
-  Signal done;                         // the result is in
+  bool launched = false;               // its task was started (the launcher stops at a failure)
+  Signal done;                         // the result is in, or it will never be launched
   Signal consumed;  // the consumer has checked it and dropped its bytes: release the permits
 };
 
@@ -160,7 +161,7 @@ asio::awaitable<void> fetchSegment(ObjectStore& store, const Uuid& ns, const Man
   if (!options.deep) {
     auto info = co_await store.head(key);
     if (!info) {
-      fetch.result.emplace(Failure<StoreOutcome>{info.error()});
+      fetch.result.emplace(failureOf(info));
     } else if (info->size != seg.objectLength) {
       // The consumer's head() names it corrupt.
       fetch.result.emplace(storeFail(StoreStatus::failure, "size " + std::to_string(info->size)));
@@ -206,9 +207,13 @@ class GraphVerification {
         compare_(journal != nullptr && options.deep),
         buffers_(limits.bytes.capacity()) {}
 
+  // A head the manifest must be bound to (bindManifest) before any segment is requested.
+  void bindTo(const Head& head) { head_ = &head; }
+
   asio::awaitable<Res<VerifiedGraph>> run(const Digest& manifestSha256,
                                           std::uint64_t manifestLength) {
-    // 1. The manifest: its bytes are the ones that name it, and it decodes.
+    // 1. The manifest: its bytes are the ones that name it, it decodes, and (for a head's
+    // graph) its lineage and prefix are the head's.
     CAIRN_CO_TRY(co_await fetchManifest(manifestSha256, manifestLength));
     // 2. The whole graph's work reserved before the first segment request: a graph larger
     // than the budget fails closed here, having sent nothing more.
@@ -220,21 +225,14 @@ class GraphVerification {
     startFetches(tasks);
     startPrefix();
     for (std::size_t i = 0; i < manifest().segments.size(); ++i) {
-      while (launched_ <= i && !launcherDone_) {
-        launchedMore_.reset();
-        co_await launchedMore_.wait();
-      }
-      if (launched_ <= i) break;  // the launcher stopped after a failure
       co_await fetches_[i].done.wait();
+      if (!fetches_[i].launched) break;  // the launcher stopped after a failure
       co_await checkInOrder(i);
     }
-    // 6. Every fetch still holding its bytes is released, then every task is waited for
-    // before the frames they reference go away.
-    while (!launcherDone_) {
-      launchedMore_.reset();
-      co_await launchedMore_.wait();
-    }
-    for (std::size_t i = 0; i < launched_; ++i) fetches_[i].consumed.notify();
+    // 6. Every fetch still holding its bytes is released (so a launcher waiting for permits
+    // goes on, sees the failure and stops), then the group is waited for: every task has
+    // ended before the frames they reference go away.
+    for (auto& fetch : fetches_) fetch.consumed.notify();
     if (auto all = co_await tasks.wait(); !all && !failure_) failure_ = all.error();
     if (failure_) co_return Failure<Error>{*failure_};
     // 7. The rebuilt prefix is the manifest's (and extends the earlier one).
@@ -265,6 +263,12 @@ class GraphVerification {
     }
     auto decoded = decodeManifest(bytes);
     if (!decoded) co_return corrupt(manifestKey_, decoded.error().message);
+    if (head_) {
+      auto bound = bindManifest(*head_, bytes);
+      if (!bound) {
+        co_return Failure<Error>{Error{bound.error().code, bound.error().message, manifestKey_}};
+      }
+    }
     out_.manifest = std::move(*decoded);
     out_.objects = 1;
     out_.bytes = length;
@@ -321,8 +325,7 @@ class GraphVerification {
         auto b = co_await limits_.bytes.acquire(options_.deep ? s.objectLength : 0);
         auto r = co_await limits_.requests.acquire(1);
         if (failure_) break;
-        ++launched_;
-        launchedMore_.notify();
+        fetches_[i].launched = true;
         tasks.start([this, i, h = std::move(h), b = std::move(b),
                      r = std::move(r)]() mutable -> asio::awaitable<Res<void>> {
           co_await fetchSegment(store_, ns_, manifest(), manifest().segments[i], options_,
@@ -334,8 +337,10 @@ class GraphVerification {
           co_return Res<void>{};
         });
       }
-      launcherDone_ = true;
-      launchedMore_.notify();
+      // The fetches it did not launch are done too: the in-order pass stops at the first.
+      for (auto& fetch : fetches_) {
+        if (!fetch.launched) fetch.done.notify();
+      }
       co_return Res<void>{};
     });
   }
@@ -449,6 +454,7 @@ class GraphVerification {
   const VerifyOptions& options_;
   const ProgressFn& report_;  // told after each object
   const bool compare_;
+  const Head* head_ = nullptr;
   std::string manifestKey_;
   VerifiedGraph out_;
   VerifyProgress progress_;
@@ -457,9 +463,6 @@ class GraphVerification {
   std::optional<InFlightLimit> held_;
   std::vector<Fetch> fetches_;
   std::optional<Error> failure_;
-  std::size_t launched_ = 0;
-  Signal launchedMore_;
-  bool launcherDone_ = false;
   Sha256Lane prefixHash_;
   std::uint64_t hashed_ = 0;
   std::optional<bool> extendsOk_;
@@ -481,16 +484,9 @@ asio::awaitable<Res<VerifiedGraph>> verifyHeadGraph(ObjectStore& store, const He
                                                     const VerifyOptions& options,
                                                     const ProgressFn& progress) {
   const HeadFields& f = head.fields();
-  auto graph = co_await verifyManifestGraph(store, f.ns, f.manifestSha256, f.manifestLength,
-                                            journal, limits, budget, options, progress);
-  if (!graph) co_return graph;
-  // The manifest is the one the head names; its lineage and prefix are the head's.
-  auto bound = bindManifest(head, *encodeManifest(graph->manifest));
-  if (!bound) {
-    co_return Failure<Error>{
-        Error{bound.error().code, bound.error().message, keys::manifest(f.ns, f.manifestSha256)}};
-  }
-  co_return graph;
+  GraphVerification verification(store, f.ns, journal, limits, budget, options, progress);
+  verification.bindTo(head);
+  co_return co_await verification.run(f.manifestSha256, f.manifestLength);
 }
 
 }  // namespace cairn

@@ -1,4 +1,4 @@
-// Graph verification (DESIGN.md §2.2-§2.4, §5): fetch a checkpoint's manifest and segments,
+// Graph verification (docs/design.md §5.5): fetch a checkpoint's manifest and segments,
 // check every object against what names it, rebuild the prefix hash, and compare it with the
 // actual owned journal. Fails closed with a typed error naming the object and the reason.
 #pragma once

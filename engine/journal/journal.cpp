@@ -63,7 +63,7 @@ Res<void> checkOptions(const JournalOptions& o) {
 Res<std::optional<AcknowledgedPrefix>> readAcknowledged(const fs::path& dir,
                                                         const Digest& lineage) {
   auto read = readPublisherStateFile(dir);
-  if (!read) return Failure<Error>{read.error()};
+  if (!read) return failureOf(read);
   if (!*read) return std::optional<AcknowledgedPrefix>{};
   const fs::path path = dir / kPublisherStateFile;
   const PublisherState* state = &**read;
@@ -173,15 +173,15 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
                                                                const fs::path& dir,
                                                                std::u16string_view databaseId,
                                                                JournalOptions options) {
-  if (auto valid = checkOptions(options); !valid) co_return Failure<Error>{valid.error()};
+  if (auto valid = checkOptions(options); !valid) co_return failureOf(valid);
   if (options.readOnly) co_return err(Errc::usage, "a journal cannot be created read-only");
   auto headerBytes = encodeJournalHeader(databaseId);
-  if (!headerBytes) co_return Failure<Error>{headerBytes.error()};
+  if (!headerBytes) co_return failureOf(headerBytes);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) co_return ioError("cannot create " + dir.string(), ec);
   auto lock = lockDirectory(dir);
-  if (!lock) co_return Failure<Error>{lock.error()};
+  if (!lock) co_return failureOf(lock);
   // Write the header to a temporary name, make it durable, then link it into place: the
   // journal appears whole or not at all, and link() refuses to replace an existing one.
   fs::path final = dir / kFileName;
@@ -214,16 +214,16 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
   Journal& journal = **j;
   // Under the lock: what the publisher state proves acknowledged, before any byte is judged.
   auto acknowledged = readAcknowledged(dir, journal.lineage());
-  if (!acknowledged) co_return Failure<Error>{acknowledged.error()};
+  if (!acknowledged) co_return failureOf(acknowledged);
   journal.acknowledged_ = std::move(*acknowledged);
   if (!options.readOnly) removeStaleTemporaries(dir);
   auto size = journal.fileBytes();
-  if (!size) co_return Failure<Error>{size.error()};
+  if (!size) co_return failureOf(size);
   if (auto scanned = co_await journal.scanFrames(*size); !scanned) {
-    co_return Failure<Error>{scanned.error()};
+    co_return failureOf(scanned);
   }
   if (auto reached = journal.checkAcknowledgedReached(); !reached) {
-    co_return Failure<Error>{reached.error()};
+    co_return failureOf(reached);
   }
   journal.impl_->nextSequence = journal.endSequence() + 1;
   journal.impl_->scanned = true;
@@ -233,11 +233,11 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
 asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring& uring,
                                                                       const fs::path& dir,
                                                                       JournalOptions options) {
-  if (auto valid = checkOptions(options); !valid) co_return Failure<Error>{valid.error()};
+  if (auto valid = checkOptions(options); !valid) co_return failureOf(valid);
   std::unique_ptr<Journal> j(new Journal(uring, options));
   j->dir_ = dir;
   auto lock = lockDirectory(dir);
-  if (!lock) co_return Failure<Error>{lock.error()};
+  if (!lock) co_return failureOf(lock);
   j->impl_->lock.emplace(std::move(*lock));
   auto file = io::File::open(dir / kFileName, (options.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   if (!file) {
@@ -257,13 +257,13 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring&
   auto n = co_await uring.readFull(j->impl_->file.fd(), first, 0);
   if (!n) co_return ioError("read journal header", n.error());
   auto headerLength = journalHeaderLength(ByteView(first, *n));
-  if (!headerLength) co_return Failure<Error>{headerLength.error()};
+  if (!headerLength) co_return failureOf(headerLength);
   Bytes headerBytes(*headerLength);
   n = co_await uring.readFull(j->impl_->file.fd(), headerBytes, 0);
   if (!n) co_return ioError("read journal header", n.error());
   headerBytes.resize(*n);
   auto header = decodeJournalHeader(headerBytes);
-  if (!header) co_return Failure<Error>{header.error()};
+  if (!header) co_return failureOf(header);
   j->header_ = std::move(*header);
   j->lineage_ = j->header_.lineageId();
   j->ends_.push_back(*headerLength);
@@ -329,7 +329,7 @@ asio::awaitable<Res<void>> Journal::handleTail(std::uint64_t boundary, std::uint
       bytes.insert(bytes.end(), chunk.begin(), chunk.end());
       return {};
     });
-    if (!read) co_return Failure<Error>{read.error()};
+    if (!read) co_return failureOf(read);
     TailJudgement judged = judgeTail(bytes, boundary, tail.sequence);
     if (!judged.torn) {
       co_return err(Errc::format, "the journal is damaged at " + at + ": " + judged.reason +
@@ -342,7 +342,7 @@ asio::awaitable<Res<void>> Journal::handleTail(std::uint64_t boundary, std::uint
     co_return Res<void>{};
   }
   auto kept = co_await keepTornBytes(boundary, fileSize);
-  if (!kept) co_return Failure<Error>{kept.error()};
+  if (!kept) co_return failureOf(kept);
   tail.evidence = std::move(*kept);
   if (auto t = impl_->file.truncate(boundary); !t) co_return ioError("truncate", t.error());
   if (auto s = co_await uring_.fsync(impl_->file.fd()); !s) co_return ioError("fsync", s.error());
@@ -393,7 +393,7 @@ asio::awaitable<Res<fs::path>> Journal::keepTornBytes(std::uint64_t from, std::u
   if (!done) {
     std::error_code ignored;
     fs::remove(path, ignored);
-    co_return Failure<Error>{done.error()};
+    co_return failureOf(done);
   }
   co_return path;
 }
@@ -769,7 +769,7 @@ asio::awaitable<Res<Prefix>> Journal::prefix(std::uint64_t sequence, std::uint64
   // Hashing runs on the CPU pool while the next reads are in flight, so the disk, the hash
   // and the loop overlap.
   auto read = co_await hashRange(from, length, hash);
-  if (!read) co_return Failure<Error>{read.error()};
+  if (!read) co_return failureOf(read);
   rememberPrefix(sequence, *read);
   co_return Prefix{sequence, length, read->finish()};
 }
@@ -798,7 +798,7 @@ asio::awaitable<Res<Bytes>> Journal::record(std::uint64_t sequence) {
     frame.insert(frame.end(), chunk.begin(), chunk.end());
     return {};
   });
-  if (!read) co_return Failure<Error>{read.error()};
+  if (!read) co_return failureOf(read);
   FrameScanner check(start, sequence);
   if (auto ok = check.feed(frame); !ok || !check.atBoundary()) {
     co_return err(Errc::format, "record " + std::to_string(sequence) + " is damaged on disk");

@@ -1,4 +1,4 @@
-// The durable journal (DESIGN.md §2.1, docs/journal.md): one append-only file per database
+// The durable journal (docs/design.md §4, docs/journal.md): one append-only file per database
 // directory, group-committed appends acknowledged only after fdatasync, torn-tail recovery on
 // open, and a byte-capped prefix reader that overlaps io_uring reads with SHA-256.
 #pragma once

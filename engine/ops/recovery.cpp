@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 
+#include <vector>
+
 #include "base/sha256.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/format/publisher_state.hpp"
@@ -12,6 +14,7 @@
 #include "engine/store/object_store.hpp"
 #include "engine/store/store_errors.hpp"
 #include "io/file.hpp"
+#include "io/lock.hpp"
 #include "io/uring.hpp"
 
 namespace cairn {
@@ -56,15 +59,19 @@ Failure<Error> ioFail(const std::string& what, const std::filesystem::path& p, s
   return Failure<Error>{Error{Errc::io, "cannot " + what + " " + p.string() + ": " + ec.message()}};
 }
 
-// Removes a file when it goes out of scope, unless disarmed: nothing of a failed recovery
-// stays behind, whichever step failed.
+// Removes the files it names when it goes out of scope, unless disarmed: nothing of a failed
+// recovery stays behind, whichever step failed, before the journal is in place or after.
+// Only the names recovery writes are removed, never anything else found in the directory.
 class RemoveUnlessKept {
  public:
-  explicit RemoveUnlessKept(std::filesystem::path path) : path_(std::move(path)) {}
+  explicit RemoveUnlessKept(std::vector<std::filesystem::path> paths) : paths_(std::move(paths)) {}
   ~RemoveUnlessKept() {
-    if (armed_) {
+    if (!armed_) return;
+    for (const auto& path : paths_) {
       std::error_code ignored;
-      std::filesystem::remove(path_, ignored);
+      if (!std::filesystem::is_directory(std::filesystem::symlink_status(path, ignored))) {
+        std::filesystem::remove(path, ignored);
+      }
     }
   }
   RemoveUnlessKept(const RemoveUnlessKept&) = delete;
@@ -72,7 +79,7 @@ class RemoveUnlessKept {
   void keep() { armed_ = false; }
 
  private:
-  std::filesystem::path path_;
+  std::vector<std::filesystem::path> paths_;
   bool armed_ = true;
 };
 
@@ -172,7 +179,9 @@ asio::awaitable<Res<Recovered>> recoverDatabase(io::Uring& uring, ObjectStore& s
   if (ec) co_return ioFail("create", dir, ec);
   const auto target = dir / Journal::kFileName;
   const auto temp = dir / (std::string(Journal::kFileName) + ".recovering");
-  RemoveUnlessKept tempGuard(temp);
+  // Declared before the journal is opened, so that the journal is closed when it removes.
+  RemoveUnlessKept guard({temp, target, dir / io::DirectoryLock::kFileName, dir / kJournalOnlyFile,
+                          dir / kPublisherStateFile});
   Recovered out;
   out.head = head;
   out.objects = graph->objects;
@@ -187,7 +196,6 @@ asio::awaitable<Res<Recovered>> recoverDatabase(io::Uring& uring, ObjectStore& s
   }
   std::filesystem::rename(temp, target, ec);
   if (ec) co_return ioFail("rename", temp, ec);
-  tempGuard.keep();
   if (auto s = io::syncDirectory(dir); !s) co_return ioFail("fsync", dir, s.error());
   out.bytes = written->bytes;
   // 4. It opens as a journal whose end is the head's cutoff.
@@ -200,6 +208,7 @@ asio::awaitable<Res<Recovered>> recoverDatabase(io::Uring& uring, ObjectStore& s
   }
   // 5. What the directory is now.
   CAIRN_CO_TRY(co_await markDirectory(uring, dir, request, *chosen, (*journal)->lineage()));
+  guard.keep();
   co_return out;
 }
 

@@ -1,4 +1,4 @@
-// Recovery (DESIGN.md §6, docs/operations.md): rebuild a journal directory from a verified
+// Recovery (docs/design.md §7.1, docs/operations.md): rebuild a journal directory from a verified
 // checkpoint in the store. Pinned read recovery takes the current head or an exact head id
 // (never an older head by itself); writable recovery also installs the publisher state so
 // this directory continues the namespace.

@@ -59,7 +59,7 @@ asio::awaitable<Res<void>> forEachObject(ObjectStore& store, const std::string& 
                                 "-byte key " + escapeForDisplay(lastKey));
   };
   for (;;) {
-    if (auto r = budget.reserve(0, 0, 1, "list " + prefix); !r) co_return Failure<Error>{r.error()};
+    if (auto r = budget.reserve(0, 0, 1, "list " + prefix); !r) co_return failureOf(r);
     auto page = co_await store.list(prefix, continuation, kMaxListPage);
     if (!page) co_return storeError(page.error(), prefix);
     for (const auto& o : page->objects) {
@@ -79,7 +79,7 @@ asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uu
                                                     OperationBudget& budget) {
   NamespaceUsage usage;
   auto graph = co_await retainedGraph(store, ns, keepRevisions, budget);
-  if (!graph) co_return Failure<Error>{graph.error()};
+  if (!graph) co_return failureOf(graph);
   usage.revisions = graph->heads.size();
   usage.historyEnds = graph->historyEnds;
   const std::set<std::string>& reachable = graph->reachable;
@@ -91,7 +91,7 @@ asio::awaitable<Res<NamespaceUsage>> namespaceUsage(ObjectStore& store, const Uu
     u.bytes += o.size;
     return Res<void>{};
   });
-  if (!listed) co_return Failure<Error>{listed.error()};
+  if (!listed) co_return failureOf(listed);
   auto leftovers = co_await store.leftovers(/*reclaim=*/false);
   if (!leftovers) co_return storeError(leftovers.error(), store.describe());
   usage.leftovers = *leftovers;

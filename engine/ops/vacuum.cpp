@@ -9,6 +9,7 @@
 #include "engine/graph/checkpoint.hpp"
 #include "engine/graph/heads.hpp"
 #include "engine/graph/verifier.hpp"
+#include "engine/ops/vacuum_lease.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store/store_errors.hpp"
 
@@ -167,12 +168,24 @@ class VacuumRun {
         options_(options),
         budget_(budget),
         prefix_(keys::namespacePrefix(ns)),
+        leaseKey_(keys::vacuumLease(ns)),
         now_(options.now ? options.now : std::function<std::int64_t()>(unixSecondsNow)) {}
 
   VacuumReport report;
 
-  // Step 1: every object under the namespace's prefix (at most kMaxListedObjects).
+  std::int64_t now() const { return now_(); }
+  // A DELETE went unanswered: it may still land (the lease must not be released).
+  bool deleteInDoubt() const { return deleteInDoubt_; }
+  // The lease an applying vacuum holds while it deletes (engine/ops/vacuum_lease.hpp).
+  void holding(HeldLease& lease) { lease_ = &lease; }
+
+  // Step 1: every object under the namespace's prefix (at most kMaxListedObjects), and the
+  // clock reading that judges their ages, taken before the first LIST request: whatever
+  // relies on an object younger than the grace period is recorded within that period of the
+  // object's write, so an object that is old by the listing's start has its reliance listed
+  // (docs/model/reclamation.pml, defect D1: read after the walk, it was not).
   asio::awaitable<Res<std::vector<ObjectInfo>>> list() {
+    listedAt_ = now_();
     std::vector<ObjectInfo> listing;
     auto listed =
         co_await forEachObject(store_, prefix_, budget_, [&](const ObjectInfo& o) -> Res<void> {
@@ -196,8 +209,9 @@ class VacuumRun {
     report.historyEnds = graph.historyEnds;
     report.unreachable.clear();
     report.reachable = {};
-    const std::int64_t listedAt = now_();
+    const std::int64_t listedAt = listedAt_;
     for (const auto& o : listing) {
+      if (o.key == leaseKey_) continue;  // a vacuum's own, never judged
       ObjectClass cls = keys::classify(o.key, prefix_);
       if (graph.reachable.count(o.key)) {
         add(report.reachable, cls, o.size);
@@ -245,6 +259,8 @@ class VacuumRun {
     std::size_t next = 0;
     std::size_t batch = kDeleteBatch;
     while (next < due.size()) {
+      // Still this vacuum's lease, for another term, before this batch's HEADs.
+      if (lease_) CAIRN_CO_TRY(co_await renewLease());
       const auto batchStart = std::chrono::steady_clock::now();
       const std::size_t end = std::min(due.size(), next + batch);
       auto eligible = co_await headBatch(due, next, end, copies, keptManifests);
@@ -270,6 +286,22 @@ class VacuumRun {
   }
 
  private:
+  // The lease written again, answered soon enough that its term (counted from before the
+  // request) still covers the batch: a renewal answered late stops vacuum.
+  asio::awaitable<Res<void>> renewLease() {
+    const auto sent = std::chrono::steady_clock::now();
+    CAIRN_CO_TRY(co_await renewVacuumLease(store_, *lease_, now_(), budget_));
+    if (std::chrono::steady_clock::now() - sent > kVacuumLeaseRenewWithin) {
+      co_return Failure<Error>{
+          Error{Errc::store,
+                lease_->key + " was renewed only after " +
+                    std::to_string(kVacuumLeaseRenewWithin.count()) +
+                    " s: too late to rely on its term; vacuum stopped before its next DELETE",
+                lease_->key}};
+    }
+    co_return Res<void>{};
+  }
+
   // The HEADs of due[next, end): which of them may still be deleted (rule 2).
   asio::awaitable<Res<std::set<VacuumObject*>>> headBatch(const std::vector<VacuumObject*>& due,
                                                           std::size_t next, std::size_t end,
@@ -317,6 +349,9 @@ class VacuumRun {
       CAIRN_CO_TRY(budget_.reserve(0, 0, 1, v.key));
       auto removed = co_await store_.removeWithin(v.key, kVacuumDeleteTimeout);
       if (!removed) {
+        // A DELETE with no answer may still land: the lease is then left to expire, so that
+        // no other vacuum starts while it could.
+        if (removed.error().status == StoreStatus::uncertain) deleteInDoubt_ = true;
         Error e = storeError(removed.error(), v.key).error;
         e.message += "; vacuum stopped (a DELETE must be answered within " +
                      std::to_string(kVacuumDeleteTimeout.count()) + " ms)";
@@ -333,19 +368,22 @@ class VacuumRun {
   const VacuumOptions& options_;
   OperationBudget& budget_;
   const std::string prefix_;
+  const std::string leaseKey_;
   const std::function<std::int64_t()> now_;
+  std::int64_t listedAt_ = 0;
+  HeldLease* lease_ = nullptr;
+  bool deleteInDoubt_ = false;
 };
 
 }  // namespace
 
-asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,
-                                                   const VacuumOptions& options,
-                                                   EngineLimits& limits, OperationBudget& budget) {
-  static_assert(kVacuumIssueWindow + kVacuumDeleteTimeout < kRewriteSettle,
-                "a publisher's settle wait must outlast vacuum's DELETE window");
-  CAIRN_CO_TRY(checkVacuumOptions(options, ns));
+namespace {
+
+// Steps 1-5, with the lease already held when deleting (run.holding).
+asio::awaitable<Res<VacuumReport>> vacuumSteps(ObjectStore& store, const Uuid& ns,
+                                               const VacuumOptions& options, EngineLimits& limits,
+                                               OperationBudget& budget, VacuumRun& run) {
   const std::string headKey = keys::currentHead(ns);
-  VacuumRun run(store, ns, options, budget);
   for (std::uint64_t attempt = 0;; ++attempt) {
     // 1. List; 2. walk the retained heads and read the unreachable head copies (the listing
     // comes first: whatever a head selected before the walk is reachable, and whatever was
@@ -393,6 +431,33 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
     run.report.verified = true;
     co_return co_await withLeftovers(store, options, std::move(run.report));
   }
+}
+
+}  // namespace
+
+asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,
+                                                   const VacuumOptions& options,
+                                                   EngineLimits& limits, OperationBudget& budget) {
+  static_assert(kVacuumIssueWindow + kVacuumDeleteTimeout < kRewriteSettle,
+                "a publisher's settle wait must outlast vacuum's DELETE window");
+  static_assert(
+      kVacuumIssueWindow + kVacuumDeleteTimeout < std::chrono::seconds(kVacuumLeaseTermSeconds),
+      "a delete batch must end well within the lease term it was started in");
+  static_assert(kVacuumLeaseRenewWithin + kVacuumIssueWindow + kVacuumDeleteTimeout <
+                    std::chrono::seconds(kVacuumLeaseTermSeconds),
+                "a batch after the slowest accepted renewal must end within the renewed term");
+  CAIRN_CO_TRY(checkVacuumOptions(options, ns));
+  VacuumRun run(store, ns, options, budget);
+  if (!options.apply) co_return co_await vacuumSteps(store, ns, options, limits, budget, run);
+  // 0. The lease, before the listing: one vacuum deletes at a time.
+  auto lease = co_await acquireVacuumLease(store, ns, run.now(), budget);
+  if (!lease) co_return failureOf(lease);
+  run.holding(*lease);
+  auto report = co_await vacuumSteps(store, ns, options, limits, budget, run);
+  if (run.deleteInDoubt()) co_return report;  // the lease expires; nothing else may start
+  const bool released = co_await releaseVacuumLease(store, *lease, run.now(), budget);
+  if (report) report->leaseReleased = released;
+  co_return report;
 }
 
 }  // namespace cairn

@@ -1,4 +1,4 @@
-// Reclamation (DESIGN.md §6, docs/operations.md "Vacuum"): delete the objects of a namespace
+// Reclamation (docs/design.md §7.3, docs/operations.md "Vacuum"): delete the objects of a namespace
 // that no retained head reaches, never one that a head, a pending candidate or a publication
 // in progress may still need.
 //
@@ -84,6 +84,7 @@ struct VacuumReport {
   std::uint64_t restarts = 0;  // the head moved while deleting: reachability recomputed
   std::uint64_t vanished = 0;  // gone before vacuum deleted them (another vacuum)
   bool verified = false;       // with apply: the current head's graph verified afterwards
+  bool leaseReleased = false;  // with apply: the vacuum lease removed at the end (else it expires)
   // The store's leftovers (all namespaces'): temporary files of writers that died; with
   // apply, deleted.
   LeftoverUsage leftovers;

@@ -6,6 +6,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "base/assert.hpp"
 #include "engine/format/checks.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/graph/heads.hpp"
@@ -58,7 +59,7 @@ asio::awaitable<Res<void>> initializePublisher(io::Uring& uring, const std::file
     co_return err(Errc::usage, statePath(dir).string() + " exists: the publisher is configured");
   }
   auto bytes = encodePublisherState(state);
-  if (!bytes) co_return Failure<Error>{bytes.error()};
+  if (!bytes) co_return failureOf(bytes);
   auto written = co_await io::durableReplace(uring, statePath(dir), *bytes);
   if (!written) {
     co_return err(Errc::io,
@@ -125,17 +126,17 @@ asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone(bool compact) {
   // 1. A pending intent is settled before anything new is proposed.
   if (state_.pending) {
     auto settled = co_await reconcilePending(budget);
-    if (!settled) co_return Failure<Error>{settled.error()};
+    if (!settled) co_return failureOf(settled);
     result = *settled;
     result.reconciledIntent = true;
   }
   // 2. Observe the head once: the image and the ETag of one response.
   auto seen = co_await observeHead(budget);
-  if (!seen) co_return Failure<Error>{seen.error()};
+  if (!seen) co_return failureOf(seen);
   // 3. It must be the head this publisher expects, and its graph must match the journal.
-  if (auto ok = requireExpected(*seen); !ok) co_return Failure<Error>{ok.error()};
+  if (auto ok = requireExpected(*seen); !ok) co_return failureOf(ok);
   auto previous = co_await verifySelected(*seen, budget);
-  if (!previous) co_return Failure<Error>{previous.error()};
+  if (!previous) co_return failureOf(previous);
   if (compact && !seen->head) {
     co_return err(Errc::usage, "the namespace has no head yet: nothing to compact");
   }
@@ -153,7 +154,7 @@ asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone(bool compact) {
   // age might be overtaken by a vacuum's grace period, so it is abandoned before any intent.
   const auto buildStart = std::chrono::steady_clock::now();
   auto intent = co_await buildCandidate(*previous, seen->etag, budget, result, compact);
-  if (!intent) co_return Failure<Error>{intent.error()};
+  if (!intent) co_return failureOf(intent);
   if (std::chrono::steady_clock::now() - buildStart > options_.checkpoint.reuseMaxAge) {
     built_.reset();
     co_return err(Errc::budget,
@@ -164,7 +165,7 @@ asio::awaitable<Res<PublishResult>> Publisher::checkpointAlone(bool compact) {
   }
   // 5. Record the intent durably; from here on it blocks every new candidate until settled.
   auto recorded = co_await recordIntent(*intent);
-  if (!recorded) co_return Failure<Error>{recorded.error()};
+  if (!recorded) co_return failureOf(recorded);
   // 6 and 7. Conditional PUT; reconcile anything but a confirmed success.
   co_return co_await sendAndReconcile(result, budget);
 }
@@ -217,14 +218,14 @@ asio::awaitable<Res<std::optional<Manifest>>> Publisher::verifySelected(const Ob
   if (!seen.head) co_return std::optional<Manifest>{};
   const Head& head = *seen.head;
   if (auto bound = requireBinding(head, state_.ns, state_.publisher, journal_.lineage()); !bound) {
-    co_return Failure<Error>{bound.error()};
+    co_return failureOf(bound);
   }
   if (verifiedHead_ && *verifiedHead_ == head.id()) co_return verifiedManifest_;
   VerifyOptions shallow;  // manifest bytes and structure, every segment's existence and size
   auto graph = co_await verifyHeadGraph(store_, head, nullptr, limits_, budget, shallow);
-  if (!graph) co_return Failure<Error>{graph.error()};
+  if (!graph) co_return failureOf(graph);
   auto same = co_await verifyAgainstJournal(head);
-  if (!same) co_return Failure<Error>{same.error()};
+  if (!same) co_return failureOf(same);
   verifiedHead_ = head.id();
   verifiedManifest_ = graph->manifest;
   co_return std::optional<Manifest>{std::move(graph->manifest)};
@@ -239,7 +240,7 @@ asio::awaitable<Res<void>> Publisher::verifyAgainstJournal(const Head& head) {
                                       std::to_string(journal_.endSequence()));
   }
   auto prefix = co_await journal_.prefix(f.prefixSequence, limits::kMaxPrefixBytes);
-  if (!prefix) co_return Failure<Error>{prefix.error()};
+  if (!prefix) co_return failureOf(prefix);
   if (prefix->length != f.prefixLength || prefix->sha256 != f.prefixSha256) {
     co_return err(Errc::diverged, "head " + toHex(head.id()) + " declares a prefix at sequence " +
                                       std::to_string(f.prefixSequence) +
@@ -271,7 +272,7 @@ asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
   std::uint64_t cutoff = compact ? previous->prefix.sequence : journal_.endSequence();
   auto installed = co_await installCheckpoint(journal_, uploads, state_.ns, previous, cutoff,
                                               limits_, budget, checkpointOptions);
-  if (!installed) co_return Failure<Error>{installed.error()};
+  if (!installed) co_return failureOf(installed);
   result.objectsWritten += installed->segmentsWritten + (installed->manifestWritten ? 1 : 0);
   result.objectsReused += installed->segmentsReused + (installed->manifestReused ? 1 : 0);
   result.objectsRewritten += installed->objectsRewritten;
@@ -300,10 +301,10 @@ asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
     intent.precondition = Precondition::ifNoneMatch;
   }
   auto candidate = makeHead(f);
-  if (!candidate) co_return Failure<Error>{candidate.error()};
+  if (!candidate) co_return failureOf(candidate);
   if (state_.expected) {
     if (auto ok = requireSuccessor(state_.expected->head, *candidate); !ok) {
-      co_return Failure<Error>{ok.error()};
+      co_return failureOf(ok);
     }
   }
   // The immutable copy of every proposed head, so the history can be walked (cairn log).
@@ -316,12 +317,12 @@ asio::awaitable<Res<PendingIntent>> Publisher::buildCandidate(
 
 // Step 5.
 asio::awaitable<Res<void>> Publisher::recordIntent(const PendingIntent& intent) {
-  if (state_.pending) co_return err(Errc::usage, "internal: an intent is already pending");
+  CAIRN_ASSERT(!state_.pending);  // step 1 settled any earlier intent
   PublisherState next = state_;
   next.pending = intent;
   fault("before-intent");
   auto saved = co_await saveState(next);
-  if (!saved) co_return Failure<Error>{saved.error()};
+  if (!saved) co_return failureOf(saved);
   fault("after-intent");
   co_return Res<void>{};
 }
@@ -440,13 +441,13 @@ asio::awaitable<Res<PublishResult>> Publisher::reconcilePending(OperationBudget&
                                       std::to_string(journal_.endSequence()));
   }
   auto seen = co_await observeHead(budget);
-  if (!seen) co_return Failure<Error>{seen.error()};
+  if (!seen) co_return failureOf(seen);
   PublishResult result;
   result.outcome = PublishOutcome::selected;
   switch (judge(*seen, intent)) {
     case Judgement::candidate: {
       auto bound = co_await verifySelected(*seen, budget);
-      if (!bound) co_return Failure<Error>{bound.error()};
+      if (!bound) co_return failureOf(bound);
       co_return co_await confirmSelected(result, seen->etag, intent);
     }
     case Judgement::predecessor: {
@@ -456,7 +457,7 @@ asio::awaitable<Res<PublishResult>> Publisher::reconcilePending(OperationBudget&
       Observation asCandidate;
       asCandidate.head = intent.candidate;
       auto whole = co_await verifySelected(asCandidate, budget);
-      if (!whole) co_return Failure<Error>{whole.error()};
+      if (!whole) co_return failureOf(whole);
       co_return co_await sendAndReconcile(result, budget);
     }
     case Judgement::other:
@@ -485,15 +486,13 @@ Publisher::Judgement Publisher::judge(const Observation& seen, const PendingInte
 asio::awaitable<Res<PublishResult>> Publisher::confirmSelected(PublishResult result,
                                                                std::string etag,
                                                                const PendingIntent& sent) {
-  if (!state_.pending || state_.pending->candidate.image() != sent.candidate.image()) {
-    co_return err(Errc::usage, "internal: the settled intent is not the pending one");
-  }
+  CAIRN_ASSERT(state_.pending && state_.pending->candidate.image() == sent.candidate.image());
   PublisherState next = state_;
   next.expected = ExpectedHead{next.pending->candidate, std::move(etag)};
   next.pending.reset();
   fault("before-expected");
   auto saved = co_await saveState(next);
-  if (!saved) co_return Failure<Error>{saved.error()};
+  if (!saved) co_return failureOf(saved);
   // A candidate built in this process needs no second look at its graph next time.
   if (built_ && built_->first == state_.expected->head.id()) {
     verifiedHead_ = built_->first;
@@ -507,7 +506,7 @@ asio::awaitable<Res<PublishResult>> Publisher::confirmSelected(PublishResult res
 
 asio::awaitable<Res<void>> Publisher::saveState(const PublisherState& next) {
   auto bytes = encodePublisherState(next);
-  if (!bytes) co_return Failure<Error>{bytes.error()};
+  if (!bytes) co_return failureOf(bytes);
   auto written = co_await io::durableReplace(uring_, statePath(dir_), *bytes);
   if (!written) {
     // The file holds the old or the new state; this process no longer knows which, so it

@@ -1,4 +1,4 @@
-// Conditional publication (DESIGN.md §6, docs/protocol.md): selects a new checkpoint with one
+// Conditional publication (docs/design.md §6, docs/protocol.md): selects a new checkpoint with one
 // conditional PUT on the namespace's head, after recording the intent durably, and
 // acknowledges it only once the store is known to hold it. An unknown outcome stays a
 // pending intent, reconciled by reading the head, never guessed.
@@ -82,7 +82,7 @@ class Publisher {
             PublisherState state, EngineLimits& limits, PublishOptions options = {});
   ~Publisher();
 
-  // The seven steps of DESIGN.md §6: reconcile a pending intent; observe the head; verify it
+  // The seven steps of docs/design.md §6.2: reconcile a pending intent; observe the head; verify it
   // is the expected one and its graph against the journal; build and install the candidate
   // for the journal's end; record the intent; conditional PUT; reconcile and persist.
   boost::asio::awaitable<Res<PublishResult>> checkpoint();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/assert.hpp"
+
 namespace cairn {
 
 Res<void> OperationBudget::reserve(std::uint64_t bytes, std::uint64_t records,
@@ -24,6 +26,8 @@ Res<void> OperationBudget::reserve(std::uint64_t bytes, std::uint64_t records,
   used_.bytes += bytes;
   used_.records += records;
   used_.requests += requests;
+  CAIRN_ASSERT(used_.bytes <= limits_.bytes && used_.records <= limits_.records &&
+               used_.requests <= limits_.requests);
   return {};
 }
 
@@ -36,12 +40,14 @@ boost::asio::awaitable<InFlightLimit::Permit> InFlightLimit::acquire(std::uint64
     waiters_.push_back({amount, &turn});
     co_await turn.wait();  // release() took our amount from available_ before waking us
   }
+  CAIRN_ASSERT(available_ <= capacity_);
   peak_ = std::max(peak_, capacity_ - available_);
   co_return Permit(this, amount);
 }
 
 void InFlightLimit::release(std::uint64_t amount) {
   available_ += amount;
+  CAIRN_ASSERT(available_ <= capacity_);  // a permit hands back only what it took
   // Wake waiters in order while the first one fits.
   while (!waiters_.empty() && waiters_.front().amount <= available_) {
     Waiter w = waiters_.front();

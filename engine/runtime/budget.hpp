@@ -1,4 +1,4 @@
-// Budgets (DESIGN.md §5): operation totals reserved before the effect, and in-flight limits
+// Budgets (docs/design.md §1.5): operation totals reserved before the effect, and in-flight limits
 // shared by all work in one engine.
 #pragma once
 

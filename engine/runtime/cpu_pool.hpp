@@ -1,5 +1,5 @@
 // CPU-heavy work (SHA-256 of large buffers, frame checks) runs off the I/O loop, so one
-// coroutine's hashing never stalls another's reads and both cores are used (DESIGN.md §1).
+// coroutine's hashing never stalls another's reads and both cores are used (docs/design.md §1.3).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

@@ -304,7 +304,7 @@ asio::awaitable<StoreResult<std::string>> DirectoryStore::create(std::string key
   auto parent = io::openDirectoryBeneath(impl_->root, at.parent, /*create=*/true);
   if (!parent) co_return ioFailure(StoreStatus::failure, "directory of " + key, parent.error());
   auto temp = co_await writeTemp(bytes);
-  if (!temp) co_return Failure<StoreOutcome>{temp.error()};
+  if (!temp) co_return failureOf(temp);
   // link(2) never follows or replaces what is at the key: a symbolic link there is EEXIST.
   int linked = ::linkat(impl_->temps.fd(), temp->name.c_str(), parent->fd(), at.name.c_str(), 0);
   auto linkError = io::lastErrno();
@@ -346,7 +346,7 @@ asio::awaitable<StoreResult<std::string>> DirectoryStore::putIfMatch(std::string
     if (current.error().status == StoreStatus::missing) {
       co_return storeFail(StoreStatus::preconditionFailed, key + " does not exist");
     }
-    co_return Failure<StoreOutcome>{current.error()};
+    co_return failureOf(current);
   }
   if (current->etag != etag) {
     co_return storeFail(StoreStatus::preconditionFailed,
@@ -366,7 +366,7 @@ asio::awaitable<StoreResult<std::string>> DirectoryStore::replace(const std::str
     co_return ioFailure(StoreStatus::failure, key, existing.error());
   }
   auto temp = co_await writeTemp(bytes);
-  if (!temp) co_return Failure<StoreOutcome>{temp.error()};
+  if (!temp) co_return failureOf(temp);
   if (::renameat(impl_->temps.fd(), temp->name.c_str(), parent->fd(), at.name.c_str()) != 0) {
     auto e = io::lastErrno();
     ::unlinkat(impl_->temps.fd(), temp->name.c_str(), 0);

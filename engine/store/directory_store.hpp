@@ -1,4 +1,4 @@
-// The directory backend (DESIGN.md §4): objects are files under a root directory.
+// The directory backend (docs/design.md §3.3): objects are files under a root directory.
 //   create-if-absent   write a temp file, fsync, link(2) it to the key (EEXIST: precondition
 //                      failed), fsync the key's directory
 //   compare-and-swap   under an in-process mutex and an flock on ROOT/.lock: read, compare

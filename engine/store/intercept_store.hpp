@@ -1,6 +1,6 @@
 // A store that forwards to another and lets a hook see, replace or follow every request.
 // The publisher uses it for its test-only fault points (docs/protocol.md, "Fault points");
-// the tests use it to answer with the outcomes of DESIGN.md §6's observation table
+// the tests use it to answer with the outcomes of docs/design.md §6.3's observation table
 // (uncertain after applying, conflict, failure) and to act between two requests.
 #pragma once
 

@@ -1,4 +1,4 @@
-// ObjectStore (DESIGN.md §4): the one interface the engine uses for object storage, with two
+// ObjectStore (docs/design.md §3.2): the one interface the engine uses for object storage, with two
 // backends of identical semantics: S3 (net/) and a directory (io/), the embedded default.
 //
 // Every operation returns a typed outcome. `missing`, `preconditionFailed`, `conflict` and

@@ -12,11 +12,11 @@ Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
                                                             StoreCreation creation) {
   if (url.kind == StoreUrl::Kind::directory) {
     auto d = DirectoryStore::open(uring, url.directory, creation);
-    if (!d) return Failure<std::string>{d.error()};
+    if (!d) return failureOf(d);
     return std::unique_ptr<ObjectStore>(std::move(*d));
   }
   auto s = S3Store::open(executor, url);
-  if (!s) return Failure<std::string>{s.error()};
+  if (!s) return failureOf(s);
   return std::unique_ptr<ObjectStore>(std::move(*s));
 }
 
@@ -25,7 +25,7 @@ Result<std::unique_ptr<ObjectStore>, std::string> openStore(io::Uring& uring,
                                                             std::string_view text,
                                                             StoreCreation creation) {
   auto url = parseStoreUrl(text);
-  if (!url) return Failure<std::string>{url.error()};
+  if (!url) return failureOf(url);
   return openStore(uring, executor, *url, creation);
 }
 

@@ -90,7 +90,7 @@ Result<std::unique_ptr<S3Store>, std::string> S3Store::open(asio::any_io_executo
   impl->autoDialect = url.dialect == "auto";
   c.dialect = url.dialect == "rgw" ? net::S3Dialect::rgw : net::S3Dialect::aws;
   auto client = net::S3Client::create(executor, c);
-  if (!client) return Failure<std::string>{client.error()};
+  if (!client) return failureOf(client);
   impl->client = std::move(*client);
   impl->description = url.text;
   return std::unique_ptr<S3Store>(new S3Store(std::move(impl)));

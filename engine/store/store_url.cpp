@@ -158,7 +158,7 @@ Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
   }
   if (url.starts_with(kS3Scheme)) {
     if (auto parsed = parseS3(url.substr(kS3Scheme.size()), out); !parsed) {
-      return Failure<std::string>{parsed.error()};
+      return failureOf(parsed);
     }
     return out;
   }

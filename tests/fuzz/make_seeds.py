@@ -36,6 +36,8 @@ def main() -> int:
         write("frames", tag, b"\x03" + j.data[len(j.header):])
     for name, _, _, data, _, _ in g.states:
         write("publisher_state", name, data)
+    for name, _, _, data in g.leases:
+        write("vacuum_lease", name, data)
     return 0
 
 

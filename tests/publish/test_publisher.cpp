@@ -1,4 +1,4 @@
-// Conditional publication (DESIGN.md §6): every row of the observation table, on the
+// Conditional publication (docs/design.md §6.3): every row of the observation table, on the
 // directory store and on RGW. The store is wrapped in an InterceptStore that answers with the
 // outcome a row needs (uncertain after applying, uncertain without applying, 409, 403) or
 // acts between two requests (a concurrent writer, a rollback, a deleted head). Each
@@ -15,23 +15,25 @@
 #include <vector>
 
 #include "engine/format/keys.hpp"
-#include "engine/graph/verifier.hpp"
 #include "engine/journal/journal.hpp"
-#include "engine/ops/vacuum.hpp"
 #include "engine/publish/publisher.hpp"
 #include "engine/store/intercept_store.hpp"
 #include "engine/store/open_store.hpp"
 #include "io/uring.hpp"
 #include "tests/io/io_test_support.hpp"
 #include "tests/net/fault_proxy.hpp"
+#include "tests/publish/publish_test_support.hpp"
 #include "tests/store/s3_test_env.hpp"
 
 using namespace cairn;
 namespace asio = boost::asio;
 using io::test::runToCompletion;
+using test::Db;
+using test::forgedSuccessor;
 using test::ProxyAction;
 using test::ProxyRequest;
 using test::ProxyRule;
+using test::World;
 
 namespace {
 
@@ -44,136 +46,6 @@ StoreOutcome answer(StoreStatus status, int http = 0) {
 }
 
 bool isHeadPut(StoreOp op) { return op == StoreOp::putIfAbsent || op == StoreOp::putIfMatch; }
-
-// One database (journal + publisher state) publishing to a store shared by the test.
-struct Db {
-  std::filesystem::path dir;
-  std::unique_ptr<Journal> journal;
-};
-
-struct World {
-  io::test::TempDir tmp;
-  asio::io_context context{1};
-  io::Uring uring{context, 256};
-  std::string url;
-  std::unique_ptr<ObjectStore> inner;  // the real store
-  InterceptStore::Before before;       // the test's hooks, changeable between steps
-  InterceptStore::After after;
-  std::unique_ptr<InterceptStore> store;
-  EngineLimits limits;
-  Uuid ns = Uuid::random();
-  std::string headKey = keys::currentHead(ns);
-
-  explicit World(std::optional<std::string> s3Url) {
-    url = s3Url ? *s3Url : (tmp.path() / "store").string();
-    auto opened = openStore(uring, context.get_executor(), url, StoreCreation::createIfMissing);
-    REQUIRE(opened.ok());
-    inner = std::move(*opened);
-    wrap();
-  }
-
-  // The test's hooks around `inner` (again after `inner` is replaced).
-  void wrap() {
-    store = std::make_unique<InterceptStore>(
-        *inner,
-        [this](StoreOp op, const std::string& key, ByteView bytes,
-               const std::string& etag) -> asio::awaitable<std::optional<StoreOutcome>> {
-          if (!before) co_return std::nullopt;
-          co_return co_await before(op, key, bytes, etag);
-        },
-        [this](StoreOp op, const std::string& key, StoreStatus s) -> std::optional<StoreOutcome> {
-          if (!after) return std::nullopt;
-          return after(op, key, s);
-        });
-  }
-
-  // Runs until `task` is done (not until the context runs dry: a proxy keeps it busy, and
-  // work left over, e.g. a delayed request, goes on in later runs).
-  template <class T>
-  T run(asio::awaitable<T> task) {
-    std::optional<T> result;
-    std::exception_ptr error;
-    asio::co_spawn(
-        context, [&]() -> asio::awaitable<void> { result.emplace(co_await std::move(task)); },
-        [&](std::exception_ptr e) {
-          error = e;
-          context.stop();
-        });
-    context.restart();
-    context.run();
-    if (error) std::rethrow_exception(error);
-    REQUIRE(result);
-    return std::move(*result);
-  }
-
-  Db create(const std::string& name, std::u16string id = u"db") {
-    Db db{tmp.path() / name, nullptr};
-    auto j = run(Journal::create(uring, db.dir, id));
-    REQUIRE(j.ok());
-    db.journal = std::move(*j);
-    PublisherState s;
-    s.storeUrl = url;
-    s.ns = ns;
-    s.publisher = *Uuid::parse("7d444840-9dc0-11d1-b245-5ffdce74fad2");
-    s.lineage = db.journal->lineage();
-    REQUIRE(run(initializePublisher(uring, db.dir, s)).ok());
-    return db;
-  }
-
-  void append(Db& db, int count, const std::string& tag) {
-    int failures = 0, done = 0;
-    for (int i = 0; i < count; ++i) {
-      asio::co_spawn(
-          context,
-          [&, p = tag + " " + std::to_string(i)]() -> asio::awaitable<void> {
-            auto appended = co_await db.journal->append(asBytes(p));
-            if (!appended) ++failures;
-            if (++done == count) context.stop();
-          },
-          asio::detached);
-    }
-    context.restart();
-    context.run();
-    REQUIRE(done == count);
-    REQUIRE(failures == 0);
-  }
-
-  PublisherState state(const Db& db) {
-    auto s = run(loadPublisherState(uring, db.dir));
-    REQUIRE(s.ok());
-    REQUIRE(s->has_value());
-    return **s;
-  }
-
-  // One checkpoint by a publisher loaded from the state file (as a new process would).
-  Res<PublishResult> checkpoint(Db& db, ObjectStore* through = nullptr) {
-    PublishOptions o;
-    o.retryPause = std::chrono::milliseconds(1);
-    o.checkpoint.segmentTargetBytes = 4096;
-    Publisher p(uring, *db.journal, through ? *through : *store, db.dir, state(db), limits, o);
-    return run(p.checkpoint());
-  }
-
-  std::optional<StoredObject> current() {
-    auto got = run(inner->get(headKey, limits::kHeadBytes));
-    if (!got) {
-      REQUIRE(got.error().status == StoreStatus::missing);
-      return std::nullopt;
-    }
-    return *got;
-  }
-};
-
-// A valid successor of `previous` that this publisher did not write.
-Head forgedSuccessor(const Head& previous) {
-  HeadFields f = previous.fields();
-  f.revision += 1;
-  f.publication = Uuid::random();
-  f.predecessor = previous.reference();
-  auto h = makeHead(f);
-  REQUIRE(h.ok());
-  return *h;
-}
 
 void observationTable(const std::optional<std::string>& s3Url) {
   World w(s3Url);
@@ -598,91 +470,7 @@ class UnconditionalStore final : public ObjectStore {
   ObjectStore& inner_;
 };
 
-// Vacuum racing a publisher: the head moves between vacuum's walk and its first DELETE.
-void vacuumWhileTheHeadMoves(const std::optional<std::string>& s3Url) {
-  World w(s3Url);
-  Db db = w.create("db");
-  std::vector<Head> heads;
-  for (int i = 0; i < 3; ++i) {
-    w.append(db, 200, "round " + std::to_string(i));
-    auto r = w.checkpoint(db);
-    REQUIRE(r.ok());
-    heads.push_back(r->head);
-  }
-  VacuumOptions options;
-  options.keepRevisions = 1;
-  options.apply = true;
-
-  SECTION("young objects stay, whatever is unreachable") {
-    options.graceSeconds = 3600;
-    OperationBudget budget;
-    auto report = w.run(vacuumNamespace(*w.inner, w.ns, options, w.limits, budget));
-    REQUIRE(report.ok());
-    CHECK(report->reclaimable[static_cast<std::size_t>(ObjectClass::manifest)].objects == 0);
-    CHECK(report->kept[static_cast<std::size_t>(ObjectClass::manifest)].objects == 2);
-    CHECK(report->deleted[static_cast<std::size_t>(ObjectClass::manifest)].objects == 0);
-    CHECK(report->verified);
-  }
-  SECTION("the head moves before the first DELETE: reachability is computed again") {
-    // Everything counts as old: the clock runs 100 s ahead and the grace is 50 s, so only
-    // reachability protects the new head's objects.
-    options.now = [] { return unixSecondsNow() + 100; };
-    options.graceSeconds = 50;
-    options.publisherReuseMaxAge = std::chrono::seconds(25);  // this test's publisher: 25 s
-    w.append(db, 200, "during vacuum");
-    PublishOptions po;
-    po.checkpoint.segmentTargetBytes = 4096;
-    po.checkpoint.reuseMaxAge = options.publisherReuseMaxAge;
-    Publisher publisher(w.uring, *db.journal, *w.inner, db.dir, w.state(db), w.limits, po);
-    std::optional<Head> moved;
-    InterceptStore racing(*w.inner,
-                          [&](StoreOp op, const std::string&, ByteView,
-                              const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
-                            if (op == StoreOp::head && !moved) {
-                              auto r = co_await publisher.checkpoint();
-                              REQUIRE(r.ok());
-                              moved = r->head;
-                            }
-                            co_return std::nullopt;
-                          });
-    OperationBudget budget;
-    auto report = w.run(vacuumNamespace(racing, w.ns, options, w.limits, budget));
-    REQUIRE(report.ok());
-    REQUIRE(moved);
-    CHECK(report->restarts == 1);
-    CHECK(report->verified);
-    REQUIRE(report->current);
-    CHECK(report->current->id() == moved->id());
-    // The older revisions' manifests and head copies are gone; the new head's graph is whole,
-    // byte for byte, and so is the journal comparison.
-    CHECK(report->deleted[static_cast<std::size_t>(ObjectClass::manifest)].objects == 3);
-    CHECK(report->deleted[static_cast<std::size_t>(ObjectClass::headCopy)].objects == 3);
-    VerifyOptions deep;
-    deep.deep = true;
-    OperationBudget verifyBudget;
-    CHECK(w.run(verifyHeadGraph(*w.inner, *moved, db.journal.get(), w.limits, verifyBudget, deep))
-              .ok());
-    for (const Head& h : heads) {
-      auto copy = w.run(w.inner->head(keys::headCopy(w.ns, h.id())));
-      REQUIRE(!copy);
-      CHECK(copy.error().status == StoreStatus::missing);
-    }
-  }
-}
-
 }  // namespace
-
-TEST_CASE("vacuum: young objects stay, and a head that moves restarts it (directory)",
-          "[publisher][vacuum]") {
-  vacuumWhileTheHeadMoves(std::nullopt);
-}
-
-TEST_CASE("vacuum: young objects stay, and a head that moves restarts it (RGW)",
-          "[publisher][vacuum][s3]") {
-  auto url = test::rgwUrlText();
-  if (!url) return;
-  vacuumWhileTheHeadMoves(url);
-}
 
 TEST_CASE("publication: the observation table on the directory store", "[publisher]") {
   observationTable(std::nullopt);

@@ -825,6 +825,70 @@ def decode_publisher_state(data: bytes) -> PublisherState:
 
 
 # ---------------------------------------------------------------------------------------------
+# Vacuum lease (docs/formats.md §6): 64 bytes, CRC32C-sealed; one applying vacuum at a time.
+
+VLS_MAGIC = b"CAIRNVLS"
+VACUUM_LEASE_BYTES = 64
+MAX_VACUUM_LEASE_SECONDS = 3600
+MAX_UNIX_SECONDS = (1 << 63) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class VacuumLease:
+    ns: bytes
+    holder: bytes
+    written: int  # Unix seconds: when it was acquired or last renewed
+    expires: int
+
+
+def check_vacuum_lease(v: VacuumLease) -> None:
+    def fail(why: str):
+        raise VectorError("format", why)
+
+    if v.ns == bytes(16):
+        fail("the nil namespace")
+    if v.holder == bytes(16):
+        fail("the nil holder")
+    if v.written > MAX_UNIX_SECONDS or v.expires > MAX_UNIX_SECONDS:
+        fail("a time beyond 2^63 - 1")
+    if v.expires <= v.written:
+        fail("expires at or before it was written")
+    if v.expires - v.written > MAX_VACUUM_LEASE_SECONDS:
+        fail("a term over 3600 s")
+
+
+def pack_vacuum_lease(v: VacuumLease, magic: bytes = VLS_MAGIC, version: int = 1,
+                      crc: int | None = None) -> bytes:
+    body = (magic + struct.pack(">I", version) + v.ns + v.holder +
+            struct.pack(">QQ", v.written, v.expires))
+    assert len(body) == VACUUM_LEASE_BYTES - 4
+    return body + struct.pack(">I", crc32c(body) if crc is None else crc)
+
+
+def encode_vacuum_lease(v: VacuumLease) -> bytes:
+    check_vacuum_lease(v)
+    return pack_vacuum_lease(v)
+
+
+def decode_vacuum_lease(data: bytes) -> VacuumLease:
+    def fail(why: str):
+        raise VectorError("format", why)
+
+    if len(data) != VACUUM_LEASE_BYTES:
+        fail(f"{len(data)} bytes, not 64")
+    if data[:8] != VLS_MAGIC:
+        fail("magic")
+    if struct.unpack(">I", data[8:12])[0] != 1:
+        fail("version")
+    if struct.unpack(">I", data[60:64])[0] != crc32c(data[:60]):
+        fail("CRC32C")
+    written, expires = struct.unpack(">QQ", data[44:60])
+    v = VacuumLease(data[12:28], data[28:44], written, expires)
+    check_vacuum_lease(v)
+    return v
+
+
+# ---------------------------------------------------------------------------------------------
 # The vectors
 
 
@@ -1537,6 +1601,7 @@ class Gen:
         self.noncanonical_manifests = nc
 
         self.build_publisher_states()
+        self.build_vacuum_leases()
 
     # -- publisher state -------------------------------------------------------------------
 
@@ -1772,6 +1837,57 @@ class Gen:
                image=damaged(S.pending.image, 255))
         intent("candidate_head_zero", "an all-zero candidate image", S, image=bytes(HEAD_BYTES))
         self.bad_states = bad
+
+    def build_vacuum_leases(self) -> None:
+        rep = dataclasses.replace
+        holder = uuid_bytes("7ac0ee5e-1ea5-4e00-8a11-0000000000a1")
+        base = VacuumLease(NS, holder, 1_764_633_600, 1_764_633_720)
+        self.leases: list[tuple[str, str, VacuumLease, bytes]] = []
+        for name, note, v in [
+            ("two_minutes", "the default term, from 2025-12-02T00:00:00Z", base),
+            ("one_second", "the shortest term", rep(base, expires=base.written + 1)),
+            ("one_hour", "the longest term", rep(base, expires=base.written + 3600)),
+            ("epoch", "written at 0", VacuumLease(NS_OTHER, holder, 0, 60)),
+            ("far_future", "the largest times", VacuumLease(
+                NS, holder, MAX_UNIX_SECONDS - 3600, MAX_UNIX_SECONDS)),
+        ]:
+            data = encode_vacuum_lease(v)
+            assert decode_vacuum_lease(data) == v, name
+            self.leases.append((name, note, v, data))
+        bad: list[tuple[str, str, bytes]] = []
+
+        def refuse(name: str, why: str, data: bytes) -> None:
+            assert outcome(decode_vacuum_lease, data) == "format", name
+            bad.append((name, why, data))
+
+        good = self.leases[0][3]
+        refuse("empty", "no bytes", b"")
+        refuse("short", "63 bytes", good[:63])
+        refuse("long", "65 bytes", good + b"\x00")
+        refuse("twice", "two leases back to back", good + good)
+        refuse("magic", "magic CAIRNVLX", pack_vacuum_lease(base, magic=b"CAIRNVLX"))
+        refuse("magic_state", "a publisher state magic", pack_vacuum_lease(base, magic=PST_MAGIC))
+        for version in (0, 2, 0xFFFFFFFF):
+            refuse(f"version_{version:x}", f"version {version:#x}",
+                   pack_vacuum_lease(base, version=version))
+        refuse("crc", "CRC32C off by one bit", pack_vacuum_lease(
+            base, crc=crc32c(pack_vacuum_lease(base)[:60]) ^ 1))
+        damaged = bytearray(good)
+        damaged[50] ^= 0x10
+        refuse("crc_field_damaged", "a written-time bit flipped, CRC unchanged", bytes(damaged))
+        refuse("nil_namespace", "the nil namespace", pack_vacuum_lease(rep(base, ns=bytes(16))))
+        refuse("nil_holder", "the nil holder", pack_vacuum_lease(rep(base, holder=bytes(16))))
+        refuse("expires_at_written", "a term of 0 s",
+               pack_vacuum_lease(rep(base, expires=base.written)))
+        refuse("expires_before", "expires before it was written",
+               pack_vacuum_lease(rep(base, expires=base.written - 1)))
+        refuse("term_3601", "a term of 3601 s",
+               pack_vacuum_lease(rep(base, expires=base.written + 3601)))
+        refuse("time_2_63", "expires at 2^63",
+               pack_vacuum_lease(VacuumLease(NS, holder, (1 << 63) - 60, 1 << 63)))
+        refuse("time_all_ones", "both times 2^64 - 1", pack_vacuum_lease(
+            VacuumLease(NS, holder, (1 << 64) - 1, (1 << 64) - 1)))
+        self.bad_leases = bad
 
     def bad_image(self, name: str) -> bytes:
         for n, image, *_ in self.bad_heads:
@@ -2011,6 +2127,19 @@ class Gen:
             w(f"     {hexlit(data)}}},")
         w("};")
         w("")
+        w("// Vacuum leases (docs/formats.md §6): valid images and what they decode to.")
+        w("inline constexpr VacuumLeaseVector kVacuumLeases[] = {")
+        for name, note, v, data in self.leases:
+            w(f"    // {note}")
+            w(f'    {{"{name}", {hexlit(data)},')
+            w(f'     "{uuid_text(v.ns)}", "{uuid_text(v.holder)}", {v.written}u, {v.expires}u}},')
+        w("};")
+        w("// Images decodeVacuumLease must refuse (code format); bytes are hex.")
+        w("inline constexpr BadBytes kBadVacuumLeases[] = {")
+        for name, why, data in self.bad_leases:
+            w(f'    {{"{name}", {hexlit(data)}, {len(data)}, {strlit(why.encode())}}},')
+        w("};")
+        w("")
         w("}  // namespace cairn::vectors")
         w("")
         w("// clang-format on")
@@ -2189,6 +2318,15 @@ struct BadPublisherStateVector {
   std::string_view code;
   std::string_view why;
   std::string_view imageHex;
+};
+
+struct VacuumLeaseVector {
+  std::string_view name;
+  std::string_view imageHex;
+  std::string_view ns;
+  std::string_view holder;
+  std::uint64_t writtenUnixSeconds;
+  std::uint64_t expiresUnixSeconds;
 };
 """
 
