@@ -22,7 +22,8 @@ esac
 cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
 if [ "$flavour" = fuzz ]; then
   cmake --build "$dir" -j "$jobs" --target fuzz_head fuzz_journal_header fuzz_frames \
-    fuzz_segment fuzz_manifest fuzz_publisher_state fuzz_vacuum_lease fuzz_sha256_lane
+    fuzz_segment fuzz_manifest fuzz_publisher_state fuzz_vacuum_lease fuzz_sha256_lane \
+    fuzz_table_metadata
 else
   cmake --build "$dir" -j "$jobs"
 fi

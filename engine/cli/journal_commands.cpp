@@ -175,7 +175,7 @@ asio::awaitable<int> runJournal(io::Uring& uring, const JournalOptions_& opt) {
         .add("prefix_sha256", toHex(prefix->sha256))
         .add("torn_bytes_cut", journal.tornBytesCut());
     if (torn) {
-      out.addRaw("torn_tail", tornTailJson(*torn).str());
+      out.add("torn_tail", tornTailJson(*torn));
     } else {
       out.addNull("torn_tail");
     }

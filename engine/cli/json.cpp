@@ -1,8 +1,12 @@
 #include "engine/cli/json.hpp"
 
-#include <cmath>
+#include <boost/json.hpp>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <utility>
+
 #include "base/bytes.hpp"
 
 namespace cairn::cli {
@@ -10,6 +14,37 @@ namespace cairn::cli {
 namespace {
 
 bool printed = false;
+
+// `s` with every byte that does not start a valid UTF-8 sequence replaced by U+FFFD.
+boost::json::string validUtf8(std::string_view s) {
+  boost::json::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out.push_back(s[i]);
+      continue;
+    }
+    const std::size_t n = utf8SequenceAt(s, i);
+    if (n == 0) {
+      out.append("\xEF\xBF\xBD");  // U+FFFD
+    } else {
+      out.append(s.substr(i, n));
+      i += n - 1;
+    }
+  }
+  return out;
+}
+
+// `value` rounded to six significant digits (what "%.6g" keeps), so the output holds no
+// noise digits.
+double sixDigits(double value) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::general, 6);
+  double rounded = value;
+  std::from_chars(buf, end.ptr, rounded);
+  return rounded;
+}
 
 }  // namespace
 
@@ -25,93 +60,47 @@ void printJson(const JsonObject& o) {
 
 bool jsonPrinted() { return printed; }
 
-std::string jsonString(std::string_view s) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const std::size_t n = utf8SequenceAt(s, i);
-      if (n == 0) {
-        out += "\xEF\xBF\xBD";  // U+FFFD
-      } else {
-        out.append(s.substr(i, n));
-        i += n - 1;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+std::string JsonObject::str() const {
+  const std::string serialized = boost::json::serialize(object_);
+  // Boost.JSON escapes the control characters below 0x20 but not DEL. A 0x7f byte can only be
+  // inside a string (JSON's syntax never uses it and no UTF-8 multibyte sequence holds it),
+  // so escaping it in place keeps the text valid and the line printable.
+  std::string out;
+  out.reserve(serialized.size());
+  for (char c : serialized) {
+    if (c == '\x7f') {
+      out += "\\u007f";
+    } else {
+      out += c;
     }
   }
-  return out + "\"";
+  return out;
 }
 
-void JsonObject::key(std::string_view k) {
-  if (body_.size() > 1) body_ += ',';
-  body_ += jsonString(k);
-  body_ += ':';
-}
-JsonObject& JsonObject::add(std::string_view k, std::string_view value) {
-  key(k);
-  body_ += jsonString(value);
+JsonObject& JsonObject::put(std::string_view key, boost::json::value value) {
+  object_.insert_or_assign(validUtf8(key), std::move(value));
   return *this;
 }
-JsonObject& JsonObject::add(std::string_view k, std::uint64_t value) {
-  key(k);
-  body_ += std::to_string(value);
-  return *this;
+JsonObject& JsonObject::add(std::string_view key, std::string_view value) {
+  return put(key, validUtf8(value));
 }
-JsonObject& JsonObject::add(std::string_view k, std::int64_t value) {
-  key(k);
-  body_ += std::to_string(value);
-  return *this;
+JsonObject& JsonObject::add(std::string_view key, std::uint64_t value) { return put(key, value); }
+JsonObject& JsonObject::add(std::string_view key, std::int64_t value) { return put(key, value); }
+JsonObject& JsonObject::add(std::string_view key, double value) {
+  if (!std::isfinite(value)) return addNull(key);
+  return put(key, sixDigits(value));
 }
-JsonObject& JsonObject::add(std::string_view k, double value) {
-  key(k);
-  if (!std::isfinite(value)) {
-    body_ += "null";
-  } else {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", value);
-    body_ += buf;
-  }
-  return *this;
+JsonObject& JsonObject::add(std::string_view key, bool value) { return put(key, value); }
+JsonObject& JsonObject::add(std::string_view key, JsonObject value) {
+  return put(key, std::move(value.object_));
 }
-JsonObject& JsonObject::add(std::string_view k, bool value) {
-  key(k);
-  body_ += value ? "true" : "false";
-  return *this;
+JsonObject& JsonObject::add(std::string_view key, JsonArray value) {
+  return put(key, std::move(value.array_));
 }
-JsonObject& JsonObject::addNull(std::string_view k) {
-  key(k);
-  body_ += "null";
-  return *this;
-}
-JsonObject& JsonObject::addRaw(std::string_view k, std::string_view json) {
-  key(k);
-  body_ += json;
+JsonObject& JsonObject::addNull(std::string_view key) { return put(key, nullptr); }
+
+JsonArray& JsonArray::add(JsonObject element) {
+  array_.emplace_back(std::move(element.object_));
   return *this;
 }
 

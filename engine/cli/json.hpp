@@ -1,11 +1,19 @@
-// A small JSON object writer for --json output: one object, keys in the order written.
+// The --json output of the command line, on Boost.JSON (the project's one JSON writer): one
+// object per command, keys in the order written, nested objects and arrays built as values.
+// Every string that goes in, keys included, is made valid UTF-8 first (bytes that are not
+// become U+FFFD), so the output is valid JSON whatever bytes a server or a file supplied.
 #pragma once
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace cairn::cli {
+
+class JsonArray;
 
 class JsonObject {
  public:
@@ -16,21 +24,31 @@ class JsonObject {
   JsonObject& add(std::string_view key, std::uint64_t value);
   JsonObject& add(std::string_view key, std::int64_t value);
   JsonObject& add(std::string_view key, int value) { return add(key, std::int64_t{value}); }
+  // Six significant digits, as the text output prints; not finite -> null.
   JsonObject& add(std::string_view key, double value);
   JsonObject& add(std::string_view key, bool value);
+  JsonObject& add(std::string_view key, JsonObject value);
+  JsonObject& add(std::string_view key, JsonArray value);
   JsonObject& addNull(std::string_view key);
-  // `json` must already be valid JSON (a nested object or array).
-  JsonObject& addRaw(std::string_view key, std::string_view json);
-  std::string str() const { return body_ + "}"; }
+  // One line: serialized by Boost.JSON, with DEL escaped as well as the control characters.
+  std::string str() const;
 
  private:
-  void key(std::string_view k);
-  std::string body_ = "{";
+  friend class JsonArray;
+  // A key written twice keeps its first place and takes the later value.
+  JsonObject& put(std::string_view key, boost::json::value value);
+  boost::json::object object_;
 };
 
-// A JSON string literal of `s`: control characters escaped, and bytes that are not valid
-// UTF-8 replaced with U+FFFD, so the result is always valid JSON.
-std::string jsonString(std::string_view s);
+// An array of objects (the lists the commands print: objects, checks, entries).
+class JsonArray {
+ public:
+  JsonArray& add(JsonObject element);
+
+ private:
+  friend class JsonObject;
+  boost::json::array array_;
+};
 
 // Prints the command's one JSON object on standard output (a --json command prints exactly
 // one, on success and on failure: main() prints a failure object for a command that printed

@@ -26,27 +26,27 @@ namespace {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
-std::string classCounts(const std::array<UsageCount, kObjectClasses>& counts) {
+JsonObject countJson(const UsageCount& count) {
+  return JsonObject{}.add("objects", count.objects).add("bytes", count.bytes);
+}
+
+JsonObject classCounts(const std::array<UsageCount, kObjectClasses>& counts) {
   JsonObject o;
   UsageCount total;
   for (std::size_t c = 0; c < kObjectClasses; ++c) {
-    o.addRaw(objectClassName(static_cast<ObjectClass>(c)),
-             JsonObject{}.add("objects", counts[c].objects).add("bytes", counts[c].bytes).str());
+    o.add(objectClassName(static_cast<ObjectClass>(c)), countJson(counts[c]));
     total.objects += counts[c].objects;
     total.bytes += counts[c].bytes;
   }
-  return o
-      .addRaw("total", JsonObject{}.add("objects", total.objects).add("bytes", total.bytes).str())
-      .str();
+  return o.add("total", countJson(total));
 }
 
-std::string leftoversJson(const LeftoverUsage& l) {
+JsonObject leftoversJson(const LeftoverUsage& l) {
   return JsonObject{}
       .add("files", l.files)
       .add("bytes", l.bytes)
       .add("deleted", l.reclaimed)
-      .add("in_use", l.inUse)
-      .str();
+      .add("in_use", l.inUse);
 }
 
 UsageCount total(const std::array<UsageCount, kObjectClasses>& counts) {
@@ -80,9 +80,9 @@ asio::awaitable<int> runDu(io::Uring& uring, const DuCli& opt) {
                   .add("ok", true)
                   .add("revisions", usage->revisions)
                   .add("history_ends", usage->historyEnds)
-                  .addRaw("reachable", classCounts(usage->reachable))
-                  .addRaw("reclaimable", classCounts(usage->unreachable))
-                  .addRaw("leftovers", leftoversJson(usage->leftovers))
+                  .add("reachable", classCounts(usage->reachable))
+                  .add("reclaimable", classCounts(usage->unreachable))
+                  .add("leftovers", leftoversJson(usage->leftovers))
                   .add("seconds", secondsSince(start)));
     co_return 0;
   }
@@ -121,20 +121,16 @@ struct VacuumCli {
 void printVacuum(const VacuumCli& opt, const VacuumReport& report, double seconds) {
   const VacuumReport* r = &report;
   if (opt.json) {
-    std::string objects = "[";
-    bool first = true;
+    JsonArray objects;
     for (const auto& v : r->unreachable) {
-      objects += (first ? "" : ",") + JsonObject{}
-                                          .add("key", v.key)
-                                          .add("class", objectClassName(v.cls))
-                                          .add("bytes", v.size)
-                                          .add("age_seconds", v.ageSeconds)
-                                          .add("verdict", vacuumVerdictName(v.verdict))
-                                          .add("deleted", v.deleted)
-                                          .str();
-      first = false;
+      objects.add(JsonObject{}
+                      .add("key", v.key)
+                      .add("class", objectClassName(v.cls))
+                      .add("bytes", v.size)
+                      .add("age_seconds", v.ageSeconds)
+                      .add("verdict", vacuumVerdictName(v.verdict))
+                      .add("deleted", v.deleted));
     }
-    objects += "]";
     JsonObject out;
     out.add("ok", true).add("apply", opt.apply);
     if (r->current) {
@@ -144,15 +140,15 @@ void printVacuum(const VacuumCli& opt, const VacuumReport& report, double second
     printJson(out.add("revisions", r->revisions)
                   .add("history_ends", r->historyEnds)
                   .add("grace_seconds", opt.graceSeconds)
-                  .addRaw("reachable", classCounts(r->reachable))
-                  .addRaw("reclaimable", classCounts(r->reclaimable))
-                  .addRaw("kept", classCounts(r->kept))
-                  .addRaw("deleted", classCounts(r->deleted))
+                  .add("reachable", classCounts(r->reachable))
+                  .add("reclaimable", classCounts(r->reclaimable))
+                  .add("kept", classCounts(r->kept))
+                  .add("deleted", classCounts(r->deleted))
                   .add("restarts", r->restarts)
                   .add("verified", r->verified)
                   .add("lease_released", r->leaseReleased)
-                  .addRaw("leftovers", leftoversJson(r->leftovers))
-                  .addRaw("objects", objects)
+                  .add("leftovers", leftoversJson(r->leftovers))
+                  .add("objects", std::move(objects))
                   .add("seconds", seconds));
     return;
   }

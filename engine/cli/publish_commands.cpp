@@ -164,12 +164,11 @@ struct StatusCli {
 void describeTails(const std::string& dir, const Journal& journal, JsonObject& out,
                    std::string& text) {
   if (const auto& t = journal.tornTail()) {
-    out.addRaw("torn_tail", JsonObject{}
-                                .add("offset", t->offset)
-                                .add("bytes", t->bytes)
-                                .add("sequence", t->sequence)
-                                .add("reason", t->reason)
-                                .str());
+    out.add("torn_tail", JsonObject{}
+                             .add("offset", t->offset)
+                             .add("bytes", t->bytes)
+                             .add("sequence", t->sequence)
+                             .add("reason", t->reason));
     text += "torn tail       " + std::to_string(t->bytes) + " bytes at offset " +
             std::to_string(t->offset) + " (" + t->reason + "): the next writer cuts them\n";
   } else {
@@ -185,13 +184,12 @@ void describeTails(const std::string& dir, const Journal& journal, JsonObject& o
     kept.emplace_back(name, sizeError ? 0 : size);
   }
   std::sort(kept.begin(), kept.end());
-  std::string list = "[";
+  JsonArray list;
   for (const auto& [name, size] : kept) {
-    if (list.size() > 1) list += ",";
-    list += JsonObject{}.add("file", name).add("bytes", std::uint64_t{size}).str();
+    list.add(JsonObject{}.add("file", name).add("bytes", std::uint64_t{size}));
     text += "cut bytes kept  " + name + " (" + std::to_string(size) + " bytes)\n";
   }
-  out.addRaw("torn_tail_files", list + "]");
+  out.add("torn_tail_files", std::move(list));
 }
 
 // The publisher state's part of `status`: the store, the bindings, the expected head and
@@ -201,7 +199,7 @@ void describeState(const PublisherState& s, JsonObject& out, std::string& text) 
   text += "store           " + s.storeUrl + "\nnamespace       " + s.ns.text() +
           "\npublisher       " + s.publisher.text() + "\n";
   if (s.expected) {
-    out.addRaw("expected", headJson(s.expected->head).add("etag", s.expected->etag).str());
+    out.add("expected", headJson(s.expected->head).add("etag", s.expected->etag));
     text += "expected head   revision " + std::to_string(s.expected->head.fields().revision) +
             ", id " + toHex(s.expected->head.id()) + ", prefix sequence " +
             std::to_string(s.expected->head.fields().prefixSequence) + "\n";
@@ -210,12 +208,11 @@ void describeState(const PublisherState& s, JsonObject& out, std::string& text) 
     text += "expected head   none (the namespace is uninitialized)\n";
   }
   if (s.pending) {
-    out.addRaw("pending", headJson(s.pending->candidate)
-                              .add("precondition", s.pending->precondition == Precondition::ifMatch
-                                                       ? "if-match"
-                                                       : "if-none-match")
-                              .add("etag", s.pending->etag)
-                              .str());
+    out.add("pending", headJson(s.pending->candidate)
+                           .add("precondition", s.pending->precondition == Precondition::ifMatch
+                                                    ? "if-match"
+                                                    : "if-none-match")
+                           .add("etag", s.pending->etag));
     text += "pending intent  candidate revision " +
             std::to_string(s.pending->candidate.fields().revision) + ", id " +
             toHex(s.pending->candidate.id()) + " (run cairn checkpoint to reconcile)\n";
@@ -249,7 +246,7 @@ asio::awaitable<Res<void>> describeSelection(io::Uring& uring, const PublisherSt
     } else {
       selected = "other";
     }
-    out.addRaw("store_head", headJson(h).str());
+    out.add("store_head", headJson(h));
   }
   out.add("selected", selected);
   text += "store selects   " + selected + "\n";
@@ -314,7 +311,7 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
   // Newest first: the current head, then each predecessor's immutable copy, each checked
   // against the exact reference its successor names.
   const std::string key = keys::currentHead(*ns);
-  std::string entries = "[";
+  JsonArray entries;
   std::uint64_t count = 0;
   std::optional<Error> broken;
   bool historyEnds = false;
@@ -333,7 +330,7 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
         store, *seen->head, opt.limit, budget, [&](const Head& head) -> asio::awaitable<Res<bool>> {
           const HeadFields& f = head.fields();
           if (opt.json) {
-            entries += (count ? "," : "") + headJson(head).str();
+            entries.add(headJson(head));
           } else {
             std::cout << "revision " << f.revision << "  id " << toHex(head.id()) << "  prefix "
                       << f.prefixSequence << "  manifest " << toHex(f.manifestSha256) << "\n";
@@ -353,10 +350,9 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
       }
     }
   }
-  entries += "]";
   if (opt.json) {
     JsonObject out;
-    out.add("ok", !broken).addRaw("entries", entries).add("history_ends", historyEnds);
+    out.add("ok", !broken).add("entries", std::move(entries)).add("history_ends", historyEnds);
     if (broken) out.add("error", errcName(broken->code)).add("key", broken->key);
     printJson(out.add("seconds", secondsSince(start)));
   }

@@ -113,7 +113,7 @@ asio::awaitable<int> runGet(io::Uring& uring, const StoreOptions& opt) {
 asio::awaitable<int> runList(io::Uring& uring, const StoreOptions& opt) {
   auto store = co_await open(uring, opt.url);
   if (!store) co_return report(store.error());
-  std::string jsonItems;
+  JsonArray jsonItems;
   std::uint64_t count = 0;
   // Text lines stream as the pages come; the one JSON object holds at most kMaxListedObjects.
   OperationBudget budget;
@@ -124,8 +124,7 @@ asio::awaitable<int> runList(io::Uring& uring, const StoreOptions& opt) {
                                              "narrower prefix, or without --json)")};
     }
     if (opt.json) {
-      if (!jsonItems.empty()) jsonItems += ',';
-      jsonItems += JsonObject{}.add("key", o.key).add("size", o.size).add("etag", o.etag).str();
+      jsonItems.add(JsonObject{}.add("key", o.key).add("size", o.size).add("etag", o.etag));
     } else {
       std::cout << o.size << "\t" << o.key << "\n";
     }
@@ -134,7 +133,7 @@ asio::awaitable<int> runList(io::Uring& uring, const StoreOptions& opt) {
   if (!listed) co_return report(listed.error());
   if (opt.json) {
     printJson(
-        JsonObject{}.add("ok", true).add("count", count).addRaw("objects", "[" + jsonItems + "]"));
+        JsonObject{}.add("ok", true).add("count", count).add("objects", std::move(jsonItems)));
   }
   co_return 0;
 }
@@ -173,15 +172,13 @@ asio::awaitable<int> runProbe(io::Uring& uring, const StoreOptions& opt) {
                    : report.verdict == net::ProbeVerdict::notEnforced ? kExitFailed
                                                                       : kExitUndetermined;
   if (opt.json) {
-    std::string checks;
+    JsonArray checks;
     for (const auto& c : report.checks) {
-      if (!checks.empty()) checks += ',';
-      checks += JsonObject{}
-                    .add("name", c.name)
-                    .add("passed", c.passed)
-                    .add("violation", c.violation)
-                    .add("detail", c.detail)
-                    .str();
+      checks.add(JsonObject{}
+                     .add("name", c.name)
+                     .add("passed", c.passed)
+                     .add("violation", c.violation)
+                     .add("detail", c.detail));
     }
     JsonObject out;
     out.add("ok", code == 0)
@@ -192,7 +189,7 @@ asio::awaitable<int> runProbe(io::Uring& uring, const StoreOptions& opt) {
     } else {
       out.addNull("dialect");
     }
-    out.add("cleaned_up", report.cleanedUp).addRaw("checks", "[" + checks + "]");
+    out.add("cleaned_up", report.cleanedUp).add("checks", std::move(checks));
     printJson(out);
   } else {
     std::cout << report.summary();
