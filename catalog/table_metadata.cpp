@@ -912,4 +912,6 @@ std::string serializeTableMetadata(const TableMetadata& m) {
 
 #undef CAIRN_TM_LET
 
+Res<json::value> parseStrictJson(std::string_view text) { return parseStrict(text); }
+
 }  // namespace cairn::catalog

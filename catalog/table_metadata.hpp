@@ -134,6 +134,11 @@ struct TableMetadata {
 };
 
 Res<TableMetadata> parseTableMetadata(std::string_view json);
+// The JSON reader under parseTableMetadata, for any document the catalog reads (a request
+// body too): at most kMaxTableMetadataBytes, kMaxTableMetadataDepth levels and
+// kMaxTableMetadataElements per array or object; duplicate keys, trailing data and numbers
+// that do not read back exactly are refused (Errc::format).
+Res<boost::json::value> parseStrictJson(std::string_view text);
 std::string serializeTableMetadata(const TableMetadata& metadata);
 
 }  // namespace cairn::catalog

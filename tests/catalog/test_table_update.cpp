@@ -438,3 +438,27 @@ TEST_CASE("table update: a whole commit request: parse, check, apply", "[catalog
   CHECK(applyUpdates(applied->metadata, request->updates, kNow, std::nullopt).error().code ==
         Errc::usage);
 }
+
+TEST_CASE("table update: a request body is read strictly before it is a request",
+          "[catalog][table-update]") {
+  auto request = [](std::string_view text) -> Res<CommitTableRequest> {
+    auto body = parseStrictJson(text);
+    if (!body) return failureOf(body);
+    return parseCommitTableRequest(*body);
+  };
+  auto ok = request(R"({"requirements":[],"updates":[{"action":"set-properties",
+                        "updates":{"k":"v"}}]})");
+  REQUIRE(ok.ok());
+  CHECK(ok->updates.size() == 1);
+  auto refusedWith = [&](std::string_view text, std::string_view why) {
+    auto r = request(text);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == Errc::format);
+    CHECK_THAT(r.error().message, Catch::Contains(std::string(why)));
+  };
+  refusedWith(R"({"requirements":[],"requirements":[],"updates":[]})", "duplicate key");
+  refusedWith(R"({"requirements":[],"updates":[]} {})", "invalid JSON");
+  refusedWith(R"({"requirements":[],"updates":[]})" + std::string(1, '\x00'), "invalid JSON");
+  refusedWith(std::string(100'000, '[') + std::string(100'000, ']'), "invalid JSON");
+  refusedWith(R"({"requirements":[],"updates":[],"x":1e400})", "out of range");
+}
