@@ -101,3 +101,17 @@ Failure<E> failureOf(const Result<T, E>& r) {
     auto cairnTried_ = (expr);                                   \
     if (!cairnTried_) co_return ::cairn::failureOf(cairnTried_); \
   } while (false)
+// Evaluates `expr` (a Result<T>) and assigns its value to `lhs`, or returns its failure from
+// the enclosing function (CAIRN_ASSIGN) or coroutine (CAIRN_CO_ASSIGN).
+#define CAIRN_ASSIGN(lhs, expr)                                     \
+  do {                                                              \
+    auto cairnAssigned_ = (expr);                                   \
+    if (!cairnAssigned_) return ::cairn::failureOf(cairnAssigned_); \
+    lhs = std::move(*cairnAssigned_);                               \
+  } while (false)
+#define CAIRN_CO_ASSIGN(lhs, expr)                                     \
+  do {                                                                 \
+    auto cairnAssigned_ = (expr);                                      \
+    if (!cairnAssigned_) co_return ::cairn::failureOf(cairnAssigned_); \
+    lhs = std::move(*cairnAssigned_);                                  \
+  } while (false)

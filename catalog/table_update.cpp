@@ -149,6 +149,10 @@ Res<TableMetadata> probe(const json::object& doc, std::string_view inner, std::s
   return err(Errc::format, "commit request: " + std::string(path) + message.substr(inner.size()));
 }
 
+}  // namespace
+
+// The readers of add-schema, add-spec and add-sort-order elements, also used by other requests
+// that carry elements (table_update.hpp).
 Res<Schema> readSchemaElement(const json::value& element, std::string_view path) {
   json::object doc = probeDocument();
   doc["current-schema-id"] = idOr0(element, "schema-id");
@@ -176,6 +180,8 @@ Res<SortOrder> readSortOrderElement(const json::value& element, std::string_view
   CAIRN_TU_LET(m, probe(doc, "sort-orders[0]", path));
   return std::move(m.sortOrders[0]);
 }
+
+namespace {
 
 Res<Snapshot> readSnapshotElement(const json::value& element, std::string_view path) {
   json::object doc = probeDocument();
@@ -645,10 +651,12 @@ void collectFieldIds(const json::value& type, std::set<std::int64_t>& ids) {
 // schema (a v1 spec's void transform may name a dropped column).
 Res<void> requireSourcesInSchema(const TableMetadata& m, const json::value& element,
                                  std::string_view path) {
+  // A table read always has a current schema; a create transaction's empty base has none
+  // until its add-schema, so a field added before that names a missing source.
   const Schema* schema = m.currentSchema();
-  assert(schema != nullptr);  // the reader and setDefault keep current-schema-id valid
   std::set<std::int64_t> ids;
-  collectFieldIds(schema->json, ids);
+  if (schema != nullptr) collectFieldIds(schema->json, ids);
+  std::string current = schema != nullptr ? std::to_string(schema->schemaId) : "(none yet)";
   for (const json::value& f : element.at("fields").get_array()) {
     const json::object& field = f.get_object();
     const json::value* transform = member(field, "transform");
@@ -662,8 +670,7 @@ Res<void> requireSourcesInSchema(const TableMetadata& m, const json::value& elem
     for (const json::value& id : sources) {
       if (!id.is_int64() || ids.count(id.get_int64()) == 0) {
         return refused(path, "source column " + json::serialize(id) + " of field " +
-                                 json::serialize(f) + " is not in the current schema " +
-                                 std::to_string(schema->schemaId));
+                                 json::serialize(f) + " is not in the current schema " + current);
       }
     }
   }
@@ -1058,6 +1065,18 @@ Res<void> rewriteSnapshotLog(Builder& b) {
   return {};
 }
 
+// A table read has its current schema, default spec and default sort order; a create
+// transaction's empty base gets them from its updates, or the create is refused.
+Res<void> requireCurrentElements(const TableMetadata& m) {
+  bool hasOrder = std::any_of(m.sortOrders.begin(), m.sortOrders.end(), [&](const SortOrder& s) {
+    return s.orderId == m.defaultSortOrderId;
+  });
+  if (m.currentSchema() == nullptr) return refused("result", "no current schema");
+  if (m.defaultSpec() == nullptr) return refused("result", "no default partition spec");
+  if (!hasOrder) return refused("result", "no default sort order");
+  return {};
+}
+
 const SortOrder& defaultSortOrder(const TableMetadata& m) {
   auto it = std::find_if(m.sortOrders.begin(), m.sortOrders.end(),
                          [&](const SortOrder& s) { return s.orderId == m.defaultSortOrderId; });
@@ -1117,6 +1136,7 @@ Res<AppliedUpdates> applyUpdates(const TableMetadata& base, const std::vector<Ta
     CAIRN_TRY(appendMetadataLog(b.m, base.lastUpdatedMs, *baseMetadataLocation));
   }
   CAIRN_TRY(rewriteSnapshotLog(b));
+  CAIRN_TRY(requireCurrentElements(b.m));
   // As Java's build(): the default spec and sort order fit the current schema.
   CAIRN_TRY(requireSourcesInSchema(b.m, b.m.defaultSpec()->json, "default-spec-id"));
   CAIRN_TRY(requireSourcesInSchema(b.m, defaultSortOrder(b.m).json, "default-sort-order-id"));

@@ -118,6 +118,15 @@ Res<CommitTableRequest> parseCommitTableRequest(const boost::json::value& body);
 Res<std::vector<TableRequirement>> parseTableRequirements(const boost::json::value& list);
 Res<std::vector<TableUpdate>> parseTableUpdates(const boost::json::value& list);
 
+// The readers under add-schema, add-spec and add-sort-order, for any request that carries such
+// an element (a create-table request too): the table metadata reader checks it, as in a loaded
+// table; a refusal is Errc::format, "commit request: <path>...: what". `element` must be an
+// object. A spec field without `field-id` gets the next one from 1000, a missing `spec-id` or
+// `order-id` reads as 0.
+Res<Schema> readSchemaElement(const boost::json::value& element, std::string_view path);
+Res<PartitionSpec> readSpecElement(const boost::json::value& element, std::string_view path);
+Res<SortOrder> readSortOrderElement(const boost::json::value& element, std::string_view path);
+
 // `current` is none when the table does not exist (a create transaction).
 Res<void> checkRequirements(const std::optional<TableMetadata>& current,
                             const std::vector<TableRequirement>& requirements);
@@ -128,6 +137,8 @@ struct AppliedUpdates {
 };
 
 // `updates` are as parseTableUpdates returns them (their elements already checked).
+// `base` may be empty (no schema, spec or sort order: a create transaction, table_create.hpp);
+// the result must then have a current schema, default spec and default sort order, else usage.
 // `baseMetadataLocation` is the file `base` was read from; when given, a changed result's
 // metadata-log ends with it (timestamped base.lastUpdatedMs), bounded by
 // write.metadata.previous-versions-max. A changed result has last-updated-ms = nowMs.

@@ -35,11 +35,32 @@ void appendString(std::string& out, std::string_view key, std::string_view v) {
   out += '"';
 }
 
+void appendPrefix(std::string& out, const Prefix& p) {
+  appendKey(out, "prefix");
+  out += '{';
+  appendNumber(out, "length", p.length);
+  out += ',';
+  appendNumber(out, "sequence", p.sequence);
+  out += ',';
+  appendString(out, "sha256", toHex(p.sha256));
+  out += '}';
+}
+
 std::string encodeUnchecked(const Manifest& m) {
   std::string out;
-  out.reserve(256 + m.journalHeader.size() * 4 / 3 + m.segments.size() * 220);
+  out.reserve(384 + m.journalHeader.size() * 4 / 3 + m.segments.size() * 220);
   out += '{';
-  appendNumber(out, "format", kManifestFormat);
+  if (m.base) {
+    appendKey(out, "base");
+    out += '{';
+    appendNumber(out, "length", m.base->length);
+    out += ',';
+    appendPrefix(out, m.base->prefix);
+    out += ',';
+    appendString(out, "sha256", toHex(m.base->sha256));
+    out += "},";
+  }
+  appendNumber(out, "format", m.format());
   out += ',';
   appendNumber(out, "generation", m.generation);
   out += ',';
@@ -47,14 +68,8 @@ std::string encodeUnchecked(const Manifest& m) {
   out += ',';
   appendString(out, "lineage", toHex(m.lineage));
   out += ',';
-  appendKey(out, "prefix");
-  out += '{';
-  appendNumber(out, "length", m.prefix.length);
+  appendPrefix(out, m.prefix);
   out += ',';
-  appendNumber(out, "sequence", m.prefix.sequence);
-  out += ',';
-  appendString(out, "sha256", toHex(m.prefix.sha256));
-  out += "},";
   appendKey(out, "segments");
   out += '[';
   for (std::size_t i = 0; i < m.segments.size(); ++i) {
@@ -123,6 +138,8 @@ class Reader {
     std::copy(raw->begin(), raw->end(), d.begin());
     return d;
   }
+  // The next member's key ("" at the end), without taking it.
+  std::string_view nextKey() const { return it_ == end_ ? std::string_view{} : (*it_).key; }
   Res<void> end() {
     if (it_ != end_) return bad("unexpected key \"" + std::string((*it_).key) + "\"");
     return {};
@@ -165,14 +182,50 @@ Res<ManifestSegment> readSegment(simdjson::dom::element e, std::size_t i) {
   return s;
 }
 
+Res<Prefix> readPrefix(Reader& r, std::string_view where) {
+  simdjson::dom::element element;
+  CAIRN_TRY_ASSIGN(element, r.member("prefix"));
+  auto obj = asObject(element, where);
+  if (!obj) return failureOf(obj);
+  Reader p(*obj);
+  Prefix out;
+  CAIRN_TRY_ASSIGN(out.length, p.number("length"));
+  CAIRN_TRY_ASSIGN(out.sequence, p.number("sequence"));
+  CAIRN_TRY_ASSIGN(out.sha256, p.digest("sha256"));
+  if (auto ok = p.end(); !ok) return failureOf(ok);
+  return out;
+}
+
+Res<ManifestBase> readBase(simdjson::dom::element e) {
+  auto obj = asObject(e, "base");
+  if (!obj) return failureOf(obj);
+  Reader r(*obj);
+  ManifestBase b;
+  CAIRN_TRY_ASSIGN(b.length, r.number("length"));
+  CAIRN_TRY_ASSIGN(b.prefix, readPrefix(r, "base.prefix"));
+  CAIRN_TRY_ASSIGN(b.sha256, r.digest("sha256"));
+  if (auto ok = r.end(); !ok) return failureOf(ok);
+  return b;
+}
+
 Res<Manifest> readManifest(simdjson::dom::element root) {
   auto obj = asObject(root, "the document");
   if (!obj) return failureOf(obj);
   Reader r(*obj);
   Manifest m;
+  if (r.nextKey() == "base") {
+    simdjson::dom::element baseElement;
+    CAIRN_TRY_ASSIGN(baseElement, r.member("base"));
+    auto base = readBase(baseElement);
+    if (!base) return failureOf(base);
+    m.base = *base;
+  }
   std::uint64_t format = 0;
   CAIRN_TRY_ASSIGN(format, r.number("format"));
-  if (format != kManifestFormat) return bad("format " + std::to_string(format) + " is not 1");
+  if (format != m.format()) {
+    return bad("format " + std::to_string(format) + (m.base ? " with" : " without") +
+               " a base (a base is format 2, none format 1)");
+  }
   CAIRN_TRY_ASSIGN(m.generation, r.number("generation"));
   std::string_view header;
   CAIRN_TRY_ASSIGN(header, r.string("journal_header"));
@@ -181,15 +234,7 @@ Res<Manifest> readManifest(simdjson::dom::element root) {
   m.journalHeader = std::move(*headerBytes);
   CAIRN_TRY_ASSIGN(m.lineage, r.digest("lineage"));
 
-  simdjson::dom::element prefixElement;
-  CAIRN_TRY_ASSIGN(prefixElement, r.member("prefix"));
-  auto prefixObj = asObject(prefixElement, "prefix");
-  if (!prefixObj) return failureOf(prefixObj);
-  Reader p(*prefixObj);
-  CAIRN_TRY_ASSIGN(m.prefix.length, p.number("length"));
-  CAIRN_TRY_ASSIGN(m.prefix.sequence, p.number("sequence"));
-  CAIRN_TRY_ASSIGN(m.prefix.sha256, p.digest("sha256"));
-  if (auto ok = p.end(); !ok) return failureOf(ok);
+  CAIRN_TRY_ASSIGN(m.prefix, readPrefix(r, "prefix"));
 
   simdjson::dom::element segmentsElement;
   CAIRN_TRY_ASSIGN(segmentsElement, r.member("segments"));
@@ -209,6 +254,24 @@ Res<Manifest> readManifest(simdjson::dom::element root) {
 
 #undef CAIRN_TRY_ASSIGN
 
+// A base's own declarations (its bytes are checked where it is fetched: graph/heads.hpp).
+Res<void> validateBase(const ManifestBase& b, const Manifest& m) {
+  if (b.length < 1 || b.length > limits::kMaxManifestBytes) {
+    return bad("base length " + std::to_string(b.length) + " is outside 1..1 MiB");
+  }
+  if (b.prefix.sequence > limits::kMaxPrefixFrames) return bad("base prefix sequence too large");
+  if (b.prefix.length < m.journalHeader.size() || b.prefix.length > limits::kMaxPrefixBytes) {
+    return bad("base prefix length " + std::to_string(b.prefix.length) +
+               " is outside the header's length..2^53-1");
+  }
+  if (b.prefix.sequence == 0 &&
+      (b.prefix.length != m.journalHeader.size() || b.prefix.sha256 != m.lineage)) {
+    return bad("a base with the empty prefix must be the header alone, hashing to the lineage");
+  }
+  if (m.segments.empty()) return bad("a chained manifest lists at least one segment");
+  return {};
+}
+
 }  // namespace
 
 Res<void> validateManifest(const Manifest& m) {
@@ -226,6 +289,12 @@ Res<void> validateManifest(const Manifest& m) {
 
   std::uint64_t position = m.journalHeader.size();
   std::uint64_t sequence = 1;
+  if (m.base) {
+    auto ok = validateBase(*m.base, m);
+    if (!ok) return ok;
+    position = m.base->prefix.length;
+    sequence = m.base->prefix.sequence + 1;
+  }
   for (std::size_t i = 0; i < m.segments.size(); ++i) {
     const ManifestSegment& s = m.segments[i];
     if (s.firstSequence != sequence || s.journalStart != position) {

@@ -1,5 +1,6 @@
 #include "engine/graph/heads.hpp"
 
+#include "base/assert.hpp"
 #include "engine/format/checks.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/store/store_errors.hpp"
@@ -157,6 +158,78 @@ asio::awaitable<Res<Manifest>> fetchManifest(ObjectStore& store, const Head& hea
   auto manifest = bindManifest(head, bytes->bytes);
   if (!manifest) co_return about(key, manifest.error());
   co_return std::move(*manifest);
+}
+
+std::vector<ManifestSegment> ManifestChain::segments() const {
+  std::vector<ManifestSegment> out;
+  std::size_t total = 0;
+  for (const auto& link : links) total += link.manifest.segments.size();
+  out.reserve(total);
+  for (auto it = links.rbegin(); it != links.rend(); ++it) {
+    out.insert(out.end(), it->manifest.segments.begin(), it->manifest.segments.end());
+  }
+  return out;
+}
+
+Manifest ManifestChain::flattened() const {
+  CAIRN_ASSERT(!links.empty() && !stoppedAtKnown && !links.back().manifest.base);
+  Manifest out = links.front().manifest;
+  out.base.reset();
+  out.segments = segments();
+  return out;
+}
+
+asio::awaitable<Res<ManifestChain>> fetchManifestChain(
+    ObjectStore& store, const Uuid& ns, ManifestLink top, OperationBudget& budget,
+    const std::function<bool(const Digest&)>& known) {
+  ManifestChain chain;
+  chain.links.push_back(std::move(top));
+  while (chain.links.back().manifest.base) {
+    const Manifest& successor = chain.links.back().manifest;
+    const ManifestBase named = *successor.base;
+    if (known && known(named.sha256)) {
+      chain.stoppedAtKnown = true;
+      break;
+    }
+    const std::string key = keys::manifest(ns, named.sha256);
+    CAIRN_CO_TRY(budget.reserve(named.length, 0, 1, key));
+    auto got = co_await store.get(key, named.length);
+    if (!got) co_return storeError(got.error(), key);
+    auto corrupt = [&](const std::string& why) -> Failure<Error> {
+      return Failure<Error>{Error{Errc::corrupt, key + ": " + why, key}};
+    };
+    if (got->bytes.size() != named.length || sha256(got->bytes) != named.sha256) {
+      co_return corrupt("not the base manifest its successor names (SHA-256 or length differs)");
+    }
+    auto decoded = decodeManifest(got->bytes);
+    if (!decoded) co_return corrupt(decoded.error().message);
+    if (decoded->journalHeader != successor.journalHeader) {
+      co_return corrupt("a base manifest of another journal header");
+    }
+    if (decoded->prefix != named.prefix) {
+      co_return corrupt("declares another prefix than its successor names for it");
+    }
+    if (decoded->generation >= successor.generation) {
+      co_return corrupt("a base manifest of generation " + std::to_string(decoded->generation) +
+                        ", not earlier than its successor's " +
+                        std::to_string(successor.generation));
+    }
+    chain.links.push_back(ManifestLink{named.sha256, named.length, std::move(*decoded)});
+  }
+  co_return chain;
+}
+
+asio::awaitable<Res<Manifest>> fetchWholeManifest(ObjectStore& store, const Head& head,
+                                                  OperationBudget& budget, ManifestChain* chain) {
+  const HeadFields& f = head.fields();
+  auto top = co_await fetchManifest(store, head, budget);
+  if (!top) co_return failureOf(top);
+  ManifestLink link{f.manifestSha256, f.manifestLength, std::move(*top)};
+  auto walked = co_await fetchManifestChain(store, f.ns, std::move(link), budget);
+  if (!walked) co_return failureOf(walked);
+  Manifest whole = walked->flattened();
+  if (chain) *chain = std::move(*walked);
+  co_return whole;
 }
 
 }  // namespace cairn

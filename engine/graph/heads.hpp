@@ -19,6 +19,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/format/head.hpp"
 #include "engine/format/manifest.hpp"
@@ -99,8 +100,52 @@ boost::asio::awaitable<Res<Selection>> putHeadAndSettle(ObjectStore& store, cons
                                                         OperationBudget& budget);
 
 // The manifest `head` names: fetched (bounded by the length the head declares), and bound to
-// it (SHA-256, length, lineage, prefix). A missing manifest is Errc::missing.
+// it (SHA-256, length, lineage, prefix). A missing manifest is Errc::missing. A chained one
+// (format 2) is returned as it is: its bases are fetchManifestChain's.
 boost::asio::awaitable<Res<Manifest>> fetchManifest(ObjectStore& store, const Head& head,
                                                     OperationBudget& budget);
+
+// A manifest and the object it was read from.
+struct ManifestLink {
+  Digest sha256{};
+  std::uint64_t length = 0;
+  Manifest manifest;
+};
+
+// A manifest and the bases it chains to (docs/formats.md §3.1), newest first: links[0] is the
+// manifest the walk started from, and each next one is the base its predecessor names.
+struct ManifestChain {
+  std::vector<ManifestLink> links;
+  // The walk stopped before a base the caller already knows (`known` said so): links end with
+  // a chained manifest, and segments()/flattened() are not the whole prefix.
+  bool stoppedAtKnown = false;
+
+  // Every segment of links[0]'s prefix in journal order (the root's first); with
+  // stoppedAtKnown, only those after the known base's prefix.
+  std::vector<ManifestSegment> segments() const;
+  // links[0] as one format-1 manifest listing every segment of its prefix (the chain must
+  // reach its root: not stoppedAtKnown).
+  Manifest flattened() const;
+};
+
+// Walks from `top` (the manifest at sha256/length, already fetched and checked by the caller)
+// through its bases. Each base is fetched bounded by the length its successor declares
+// (reserved from `budget` first) and must be exactly that object (SHA-256 and length), decode,
+// carry the same journal header, declare exactly the prefix its successor names, and be of an
+// earlier generation (so the walk ends: every step lowers the generation and the prefix).
+// A missing base is Errc::missing; any other mismatch Errc::corrupt, naming its key. With
+// `known`, the walk stops before fetching a base for which it returns true.
+// (Pass `top` as a named object moved in: GCC 12 destroys a braced temporary argument of a
+// coroutine twice.)
+boost::asio::awaitable<Res<ManifestChain>> fetchManifestChain(
+    ObjectStore& store, const Uuid& ns, ManifestLink top, OperationBudget& budget,
+    const std::function<bool(const Digest&)>& known = {});
+
+// fetchManifest and fetchManifestChain together: the head's manifest with every segment of its
+// prefix (a chained one flattened), for callers that need the whole graph (verification,
+// recovery). `chain`, when given, receives the links (backup and vacuum need their keys).
+boost::asio::awaitable<Res<Manifest>> fetchWholeManifest(ObjectStore& store, const Head& head,
+                                                         OperationBudget& budget,
+                                                         ManifestChain* chain = nullptr);
 
 }  // namespace cairn

@@ -10,6 +10,7 @@
 #include "engine/format/journal_format.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/format/segment.hpp"
+#include "engine/graph/heads.hpp"
 #include "engine/journal/journal.hpp"
 #include "engine/runtime/async.hpp"
 #include "engine/runtime/cpu_pool.hpp"
@@ -269,16 +270,29 @@ class GraphVerification {
         co_return Failure<Error>{Error{bound.error().code, bound.error().message, manifestKey_}};
       }
     }
-    out_.manifest = std::move(*decoded);
     out_.objects = 1;
     out_.bytes = length;
-    progress_.objectsTotal = 1 + manifest().segments.size();
-    progress_.objectsDone = 1;
-    progress_.bytesTotal = length;
+    if (decoded->base) {
+      // A chained manifest (format 2): its bases, each the exact object its successor names,
+      // then verified as one manifest listing every segment of the prefix.
+      ManifestLink top{sha, length, *decoded};
+      auto chain = co_await fetchManifestChain(store_, ns_, std::move(top), budget_);
+      if (!chain) co_return failureOf(chain);
+      for (std::size_t i = 1; i < chain->links.size(); ++i) {
+        out_.objects += 1;
+        out_.bytes += chain->links[i].length;
+      }
+      out_.manifest = chain->flattened();
+    } else {
+      out_.manifest = std::move(*decoded);
+    }
+    progress_.objectsTotal = out_.objects + manifest().segments.size();
+    progress_.objectsDone = out_.objects;
+    progress_.bytesTotal = out_.bytes;
     for (const auto& s : manifest().segments) {
       progress_.bytesTotal += options_.deep ? s.objectLength : 0;
     }
-    progress_.bytesDone = length;
+    progress_.bytesDone = out_.bytes;
     if (report_) report_(progress_);
     co_return Res<void>{};
   }

@@ -117,16 +117,19 @@ asio::awaitable<Res<bool>> copyItem(ObjectStore& source, ObjectStore& target, co
   co_return true;
 }
 
-// Step 3: the graph's objects, manifest first (it names the segments).
+// Step 3: the graph's objects, manifests first (they name the segments).
 asio::awaitable<Res<void>> copyGraph(ObjectStore& source, ObjectStore& target, const Head& head,
                                      EngineLimits& limits, OperationBudget& budget,
                                      BackupReport& report) {
   const Uuid& ns = head.fields().ns;
-  auto manifest = co_await fetchManifest(source, head, budget);
+  ManifestChain chain;  // the manifest, and the bases a chained one names
+  auto manifest = co_await fetchWholeManifest(source, head, budget, &chain);
   if (!manifest) co_return failureOf(manifest);
   std::vector<Item> items;
   items.push_back({keys::headCopy(ns, head.id()), limits::kHeadBytes, true});
-  items.push_back({keys::manifest(ns, head.fields().manifestSha256), head.fields().manifestLength});
+  for (const auto& link : chain.links) {
+    items.push_back({keys::manifest(ns, link.sha256), link.length});
+  }
   for (const auto& s : manifest->segments) {
     items.push_back({keys::segment(ns, s.objectSha256), s.objectLength});
   }

@@ -48,7 +48,36 @@ std::int64_t ageOf(std::int64_t now, std::int64_t modified) { return now - modif
 struct HeadCopies {
   std::set<std::string> candidateGraphs;
   std::map<std::string, std::string> manifestOf;  // head copy key -> manifest key
+  // Unreachable chained manifests (docs/formats.md §3.1): manifest key -> its base's key, and
+  // every unreachable manifest's generation (a base's is lower): a kept manifest keeps its
+  // bases, and a manifest is judged (and deleted) before the bases it names.
+  std::map<std::string, std::string> baseOf;
+  std::map<std::string, std::uint64_t> generationOf;
 };
+
+// A candidate's graph: its manifest, the bases it chains to (up to what the retained graph
+// already reaches) and every segment they name.
+asio::awaitable<Res<void>> addCandidateGraph(ObjectStore& store, const Uuid& ns, const Head& head,
+                                             const RetainedGraph& graph, HeadCopies& out,
+                                             OperationBudget& budget) {
+  auto manifest = co_await fetchManifest(store, head, budget);
+  if (!manifest) co_return failureOf(manifest);
+  auto known = [&](const Digest& d) {
+    const std::string key = keys::manifest(ns, d);
+    return graph.reachable.count(key) > 0 || out.candidateGraphs.count(key) > 0;
+  };
+  const HeadFields& f = head.fields();
+  ManifestLink top{f.manifestSha256, f.manifestLength, std::move(*manifest)};
+  auto chain = co_await fetchManifestChain(store, ns, std::move(top), budget, known);
+  if (!chain) co_return failureOf(chain);
+  for (const auto& link : chain->links) {
+    out.candidateGraphs.insert(keys::manifest(ns, link.sha256));
+    for (const auto& seg : link.manifest.segments) {
+      out.candidateGraphs.insert(keys::segment(ns, seg.objectSha256));
+    }
+  }
+  co_return Res<void>{};
+}
 
 asio::awaitable<Res<HeadCopies>> readHeadCopies(ObjectStore& store, const Uuid& ns,
                                                 const std::vector<ObjectInfo>& listing,
@@ -80,20 +109,45 @@ asio::awaitable<Res<HeadCopies>> readHeadCopies(ObjectStore& store, const Uuid& 
     }
     out.candidateGraphs.insert(o.key);
     out.candidateGraphs.insert(manifestKey);
-    auto manifest = co_await fetchManifest(store, head, budget);
-    if (!manifest) {
-      // A candidate whose manifest never arrived keeps what it has; any doubt keeps more. A
-      // damaged one binds nothing; a failure of the store stops vacuum.
-      const Errc c = manifest.error().code;
-      if (c == Errc::store || c == Errc::uncertain || c == Errc::budget)
-        co_return failureOf(manifest);
+    auto added = co_await addCandidateGraph(store, ns, head, graph, out, budget);
+    if (!added) {
+      // A candidate whose manifest (or a base) never arrived keeps what it has; any doubt
+      // keeps more. A damaged one binds nothing; a failure of the store stops vacuum.
+      const Errc c = added.error().code;
+      if (c == Errc::store || c == Errc::uncertain || c == Errc::budget) co_return failureOf(added);
       continue;
-    }
-    for (const auto& seg : manifest->segments) {
-      out.candidateGraphs.insert(keys::segment(ns, seg.objectSha256));
     }
   }
   co_return out;
+}
+
+// Every unreachable manifest, read: the base a chained one names and its generation. One GET
+// each (bounded by the 1 MiB cap, reserved first). An object that is gone meanwhile, or whose
+// bytes are not a manifest of that name, names no base.
+asio::awaitable<Res<void>> readUnreachableManifests(ObjectStore& store, const Uuid& ns,
+                                                    const std::vector<ObjectInfo>& listing,
+                                                    const RetainedGraph& graph, HeadCopies& out,
+                                                    OperationBudget& budget) {
+  const std::string prefix = keys::namespacePrefix(ns);
+  for (const auto& o : listing) {
+    if (graph.reachable.count(o.key) || keys::classify(o.key, prefix) != ObjectClass::manifest) {
+      continue;
+    }
+    auto name = keys::digestOf(o.key, prefix);
+    if (!name || o.size > limits::kMaxManifestBytes) continue;
+    CAIRN_CO_TRY(budget.reserve(o.size, 0, 1, o.key));
+    auto got = co_await store.get(o.key, limits::kMaxManifestBytes);
+    if (!got) {
+      if (got.error().status == StoreStatus::missing) continue;
+      co_return storeError(got.error(), o.key);
+    }
+    if (sha256(got->bytes) != *name) continue;
+    auto m = decodeManifest(got->bytes);
+    if (!m) continue;
+    out.generationOf[o.key] = m->generation;
+    if (m->base) out.baseOf[o.key] = keys::manifest(ns, m->base->sha256);
+  }
+  co_return Res<void>{};
 }
 
 void add(std::array<UsageCount, kObjectClasses>& counts, ObjectClass c, std::uint64_t bytes) {
@@ -116,6 +170,23 @@ void keepManifestsOfKeptHeadCopies(std::vector<VacuumObject>& objects, const Hea
     if (v.verdict == VacuumVerdict::reclaim && keptManifests.count(v.key)) {
       v.verdict = VacuumVerdict::young;
     }
+  }
+  // A kept chained manifest keeps its bases, and theirs: its graph stays whole.
+  std::map<std::string, VacuumObject*> byKey;
+  for (auto& v : objects) byKey[v.key] = &v;
+  std::vector<const VacuumObject*> kept;
+  for (const auto& v : objects) {
+    if (v.cls == ObjectClass::manifest && v.verdict != VacuumVerdict::reclaim) kept.push_back(&v);
+  }
+  while (!kept.empty()) {
+    const VacuumObject* v = kept.back();
+    kept.pop_back();
+    auto base = copies.baseOf.find(v->key);
+    if (base == copies.baseOf.end()) continue;
+    auto it = byKey.find(base->second);
+    if (it == byKey.end() || it->second->verdict != VacuumVerdict::reclaim) continue;
+    it->second->verdict = VacuumVerdict::young;
+    kept.push_back(it->second);
   }
 }
 
@@ -252,8 +323,17 @@ class VacuumRun {
     for (auto& v : report.unreachable) {
       if (v.verdict == VacuumVerdict::reclaim) due.push_back(&v);
     }
-    std::stable_sort(due.begin(), due.end(), [](const VacuumObject* a, const VacuumObject* b) {
-      return deletionOrder(a->cls) < deletionOrder(b->cls);
+    // Head copies, then manifests (newest generation first, so a chained manifest is judged
+    // before the bases it names), then segments.
+    auto generation = [&](const VacuumObject* v) -> std::uint64_t {
+      auto g = copies.generationOf.find(v->key);
+      return g == copies.generationOf.end() ? 0 : g->second;
+    };
+    std::stable_sort(due.begin(), due.end(), [&](const VacuumObject* a, const VacuumObject* b) {
+      if (deletionOrder(a->cls) != deletionOrder(b->cls)) {
+        return deletionOrder(a->cls) < deletionOrder(b->cls);
+      }
+      return generation(a) > generation(b);
     });
     std::set<std::string> keptManifests;
     std::size_t next = 0;
@@ -329,6 +409,8 @@ class VacuumRun {
       if (v.verdict != VacuumVerdict::reclaim) {
         auto named = copies.manifestOf.find(v.key);
         if (named != copies.manifestOf.end()) keptManifests.insert(named->second);
+        auto base = copies.baseOf.find(v.key);  // judged later: a lower generation
+        if (base != copies.baseOf.end()) keptManifests.insert(base->second);
       }
     }
     co_return eligible;
@@ -394,6 +476,7 @@ asio::awaitable<Res<VacuumReport>> vacuumSteps(ObjectStore& store, const Uuid& n
     if (!graph) co_return failureOf(graph);
     auto copies = co_await readHeadCopies(store, ns, *listing, *graph, budget);
     if (!copies) co_return failureOf(copies);
+    CAIRN_CO_TRY(co_await readUnreachableManifests(store, ns, *listing, *graph, *copies, budget));
     run.judge(*listing, *graph, *copies);
     if (!options.apply) co_return co_await withLeftovers(store, options, std::move(run.report));
     if (!graph->current) {

@@ -462,3 +462,34 @@ TEST_CASE("table update: a request body is read strictly before it is a request"
   refusedWith(std::string(100'000, '[') + std::string(100'000, ']'), "invalid JSON");
   refusedWith(R"({"requirements":[],"updates":[],"x":1e400})", "out of range");
 }
+
+TEST_CASE("table update: an empty base (a create transaction) must gain a schema, spec and order",
+          "[catalog][table-update]") {
+  TableMetadata empty;
+  empty.tableUuid = "9c12d441-03fe-4693-9a96-a0705ddf69c1";
+  CHECK_THAT(refusal(empty, R"([{"action": "set-properties", "updates": {"a": "b"}}])").message,
+             Catch::Contains("no current schema"));
+  // A source named before any schema exists is not in it (Java fails there too).
+  CHECK_THAT(refusal(empty, R"([{"action": "add-spec", "spec": {"fields": [
+      {"name": "a", "transform": "identity", "source-id": 1}]}}])")
+                 .message,
+             Catch::Contains("(none yet)"));
+  const char* const schema = R"({"action": "add-schema", "schema": {"type": "struct",
+      "fields": [{"id": 1, "name": "a", "required": true, "type": "long"}]}})";
+  CHECK_THAT(refusal(empty, commitOf({schema})).message,
+             Catch::Contains("no default partition spec"));
+  CHECK_THAT(refusal(empty, commitOf({schema, R"({"action": "add-spec", "spec": {"fields": []}})"}))
+                 .message,
+             Catch::Contains("no default sort order"));
+  AppliedUpdates a =
+      applyChecked(empty,
+                   commitOf({schema, R"({"action": "add-spec", "spec": {"fields": [
+          {"name": "a", "transform": "identity", "source-id": 1}]}})",
+                             R"({"action": "add-sort-order", "sort-order": {"fields": []}})"}),
+                   std::nullopt);
+  CHECK(a.metadata.currentSchemaId == 0);
+  CHECK(a.metadata.lastColumnId == 1);
+  CHECK(a.metadata.lastPartitionId == 1000);
+  CHECK(a.metadata.defaultSortOrderId == 0);
+  CHECK(a.metadata.metadataLog.empty());
+}

@@ -110,6 +110,40 @@ Manifest manifestOf(const v::ManifestVector& m) {
     out.segments.push_back(ManifestSegment{s.firstSequence, s.count, s.journalStart, s.journalEnd,
                                            s.objectLength, digest(s.objectSha256Hex)});
   }
+  if (m.hasBase) {
+    out.base = ManifestBase{
+        digest(m.baseSha256Hex), m.baseLength,
+        Prefix{m.basePrefixSequence, m.basePrefixLength, digest(m.basePrefixSha256Hex)}};
+  }
+  return out;
+}
+
+// The prefix a manifest vector rebuilds: its base's (found among the vectors by SHA-256 and
+// length), or the journal header, then its own segments' bodies. Empty when a segment or a
+// base is not among the vectors.
+std::optional<Bytes> rebuildPrefix(const v::ManifestVector& mv) {
+  Bytes out;
+  if (mv.hasBase) {
+    auto base = std::find_if(std::begin(v::kManifests), std::end(v::kManifests),
+                             [&](const v::ManifestVector& b) {
+                               return b.sha256Hex == mv.baseSha256Hex && b.length == mv.baseLength;
+                             });
+    if (base == std::end(v::kManifests)) return std::nullopt;
+    auto prefix = rebuildPrefix(*base);
+    if (!prefix) return std::nullopt;
+    out = std::move(*prefix);
+  } else {
+    out = hex(mv.journalHeaderHex);
+  }
+  for (const auto& seg : mv.segments) {
+    auto it =
+        std::find_if(std::begin(v::kSegments), std::end(v::kSegments),
+                     [&](const v::SegmentVector& s) { return s.sha256Hex == seg.objectSha256Hex; });
+    if (it == std::end(v::kSegments)) return std::nullopt;
+    Bytes object = hex(it->objectHex);
+    CHECK(object.size() == seg.objectLength);
+    out.insert(out.end(), object.begin() + 76, object.end());
+  }
   return out;
 }
 
@@ -388,25 +422,19 @@ TEST_CASE("vectors: manifests encode and decode canonically", "[vectors]") {
     CHECK(dec->segments.size() == mv.segments.size());
     CHECK(*dec == m);
 
-    // A checkpoint alone rebuilds the prefix: header + every segment body, in order.
-    Bytes rebuilt = m.journalHeader;
-    bool allFound = true;
-    for (const auto& seg : m.segments) {
-      auto it = std::find_if(
-          std::begin(v::kSegments), std::end(v::kSegments),
-          [&](const v::SegmentVector& s) { return s.sha256Hex == hexOf(seg.objectSha256); });
-      if (it == std::end(v::kSegments)) {
-        allFound = false;
-        break;
-      }
-      Bytes object = hex(it->objectHex);
-      CHECK(object.size() == seg.objectLength);
-      rebuilt.insert(rebuilt.end(), object.begin() + 76, object.end());
+    CHECK(dec->base.has_value() == mv.hasBase);
+    CHECK(dec->format() == (mv.hasBase ? 2u : 1u));
+
+    // A checkpoint alone rebuilds the prefix: header (or the base's prefix) + every segment
+    // body, in order.
+    if (auto rebuilt = rebuildPrefix(mv)) {
+      CHECK(rebuilt->size() == mv.prefixLength);
+      CHECK(hexOf(sha256(*rebuilt)) == mv.prefixSha256Hex);
     }
-    if (allFound) {
-      CHECK(rebuilt.size() == mv.prefixLength);
-      CHECK(hexOf(sha256(rebuilt)) == mv.prefixSha256Hex);
-    }
+  }
+  // Every chained vector's base is among the vectors, so the loop above rebuilt each one.
+  for (const auto& mv : v::kManifests) {
+    if (mv.hasBase) CHECK(rebuildPrefix(mv).has_value());
   }
 }
 

@@ -38,6 +38,9 @@ def main() -> int:
         write("publisher_state", name, data)
     for name, _, _, data in g.leases:
         write("vacuum_lease", name, data)
+    for name, kind, data in g.records:
+        # First byte: which decoder (even: the lake log's, odd: a table log's).
+        write("log_record", name, (b"\x00" if kind == "lake" else b"\x01") + data)
     return 0
 
 

@@ -312,6 +312,16 @@ class MSeg:
 
 
 @dataclasses.dataclass
+class MBase:
+    """Format 2: the manifest this one extends (docs/formats.md §3.1)."""
+    sha256: bytes
+    length: int
+    prefix_sequence: int
+    prefix_length: int
+    prefix_sha256: bytes
+
+
+@dataclasses.dataclass
 class Manifest:
     generation: int
     journal_header: bytes
@@ -320,10 +330,23 @@ class Manifest:
     prefix_length: int
     prefix_sha256: bytes
     segments: list[MSeg]
+    base: MBase | None = None
 
     def to_value(self) -> dict:
+        v = self._value()
+        if self.base is not None:
+            b = self.base
+            v["base"] = {
+                "length": b.length,
+                "prefix": {"length": b.prefix_length, "sequence": b.prefix_sequence,
+                           "sha256": b.prefix_sha256.hex()},
+                "sha256": b.sha256.hex(),
+            }
+        return v
+
+    def _value(self) -> dict:
         return {
-            "format": 1,
+            "format": 1 if self.base is None else 2,
             "generation": self.generation,
             "journal_header": base64.b64encode(self.journal_header).decode("ascii"),
             "lineage": self.lineage.hex(),
@@ -357,6 +380,20 @@ def validate_manifest(m: Manifest) -> None:
     if m.prefix_length > MAX_PREFIX_BYTES:
         raise VectorError("format", "prefix length")
     pos, seq = header_len, 1
+    if m.base is not None:
+        b = m.base
+        if not 1 <= b.length <= MAX_MANIFEST_BYTES:
+            raise VectorError("format", "base length")
+        if b.prefix_sequence > MAX_PREFIX_FRAMES:
+            raise VectorError("format", "base prefix sequence")
+        if not header_len <= b.prefix_length <= MAX_PREFIX_BYTES:
+            raise VectorError("format", "base prefix length")
+        if b.prefix_sequence == 0 and (b.prefix_length != header_len
+                                       or b.prefix_sha256 != m.lineage):
+            raise VectorError("format", "empty base prefix is not the header")
+        if not m.segments:
+            raise VectorError("format", "chained manifest without segments")
+        pos, seq = b.prefix_length, b.prefix_sequence + 1
     for s in m.segments:
         validate_segment_header(SegmentHeader(m.lineage, s.first, s.count, s.start, s.end))
         if s.start != pos or s.first != seq:
@@ -409,10 +446,20 @@ def decode_manifest(data: bytes) -> Manifest:
     except (UnicodeDecodeError, ValueError) as e:
         raise VectorError("format", f"not JSON: {e}") from None
     try:
-        if not isinstance(v, dict) or set(v) != {"format", "generation", "journal_header",
-                                                 "lineage", "prefix", "segments"}:
+        keys = {"format", "generation", "journal_header", "lineage", "prefix", "segments"}
+        if not isinstance(v, dict) or set(v) - {"base"} != keys:
             raise VectorError("format", "keys")
-        if _uint(v["format"]) != 1:
+        base = None
+        if "base" in v:
+            b = v["base"]
+            if not isinstance(b, dict) or set(b) != {"length", "prefix", "sha256"}:
+                raise VectorError("format", "base keys")
+            bp = b["prefix"]
+            if not isinstance(bp, dict) or set(bp) != {"length", "sequence", "sha256"}:
+                raise VectorError("format", "base prefix keys")
+            base = MBase(_hex32(b["sha256"]), _uint(b["length"]), _uint(bp["sequence"]),
+                         _uint(bp["length"]), _hex32(bp["sha256"]))
+        if _uint(v["format"]) != (1 if base is None else 2):
             raise VectorError("format", "format version")
         jh_text = v["journal_header"]
         if not isinstance(jh_text, str):
@@ -435,7 +482,7 @@ def decode_manifest(data: bytes) -> Manifest:
                              _uint(s["journal_start"]), _uint(s["journal_end"]),
                              _uint(s["object_length"]), _hex32(s["object_sha256"])))
         m = Manifest(_uint(v["generation"]), jh, _hex32(v["lineage"]), _uint(p["sequence"]),
-                     _uint(p["length"]), _hex32(p["sha256"]), segs)
+                     _uint(p["length"]), _hex32(p["sha256"]), segs, base)
     except (ValueError, TypeError, KeyError) as e:  # binascii.Error is a ValueError
         raise VectorError("format", f"schema: {e}") from None
     if encode_manifest(m) != data:
@@ -898,6 +945,182 @@ PUBLISHER = uuid_bytes("5eed1e55-7c3b-4a1f-9d2e-6b8c0a4f2e71")
 PUBLISHER_OTHER = uuid_bytes("5eed1e55-7c3b-4a1f-9d2e-6b8c0a4f2e72")
 
 
+# ---------------------------------------------------------------------------------------------
+# Catalog log records (docs/formats.md §9): canonical JSON, keys sorted, no whitespace.
+
+NAME_MAX = 255
+NS_MAX_DEPTH = 8
+IDEM_MAX = 128
+PROP_KEY_MAX = 1024
+PROP_VALUE_MAX = 65536
+LOCATION_MAX = 2048
+METADATA_MAX = 64 << 20
+
+
+def record_json(v: dict) -> bytes:
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _check_name(n) -> None:
+    if not isinstance(n, str) or not 1 <= len(n.encode()) <= NAME_MAX or n in (".", ".."):
+        raise VectorError("format", "name")
+    for ch in n:
+        o = ord(ch)
+        if o < 0x20 or o == 0x7F or 0x80 <= o <= 0x9F or ch in "/\\":
+            raise VectorError("format", "name character")
+
+
+def _check_ns(ns) -> None:
+    if not isinstance(ns, list) or not 1 <= len(ns) <= NS_MAX_DEPTH:
+        raise VectorError("format", "namespace depth")
+    for level in ns:
+        _check_name(level)
+
+
+def _check_table(t) -> None:
+    if not isinstance(t, dict) or set(t) != {"name", "namespace"}:
+        raise VectorError("format", "table keys")
+    _check_ns(t["namespace"])
+    _check_name(t["name"])
+
+
+def _check_props(p) -> None:
+    if not isinstance(p, dict) or len(p) > 10000:
+        raise VectorError("format", "properties")
+    for k, v in p.items():
+        if not 1 <= len(k.encode()) <= PROP_KEY_MAX or not isinstance(v, str) \
+                or len(v.encode()) > PROP_VALUE_MAX:
+            raise VectorError("format", "property")
+
+
+def _check_location(loc) -> None:
+    if not isinstance(loc, str) or not 1 <= len(loc.encode()) <= LOCATION_MAX \
+            or any(ord(c) < 0x21 or ord(c) == 0x7F for c in loc):
+        raise VectorError("format", "location")
+
+
+def _check_uuid(u) -> None:
+    if not isinstance(u, str) or len(u) != 36 or u == "00000000-0000-0000-0000-000000000000":
+        raise VectorError("format", "uuid")
+    try:
+        uuid_bytes(u)
+    except Exception:
+        raise VectorError("format", "uuid") from None
+    if u != u.lower():
+        raise VectorError("format", "uuid case")
+
+
+def _check_common(v: dict) -> None:
+    t = v.get("time-ms")
+    if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < (1 << 63):
+        raise VectorError("format", "time-ms")
+    if "idempotency-key" in v:
+        k = v["idempotency-key"]
+        if not isinstance(k, str) or not 1 <= len(k) <= IDEM_MAX \
+                or any(not 0x21 <= ord(c) <= 0x7E for c in k):
+            raise VectorError("format", "idempotency-key")
+
+
+LAKE_KEYS = {
+    "lake-created": {"lake"},
+    "namespace-created": {"namespace", "properties"},
+    "namespace-updated": {"namespace", "updates", "removals", "missing"},
+    "namespace-dropped": {"namespace"},
+    "table-registered": {"table", "table-uuid", "location"},
+    "table-dropped": {"table", "table-uuid"},
+    "table-renamed": {"from", "to", "table-uuid"},
+}
+
+
+def check_lake_record(v: dict) -> None:
+    if not isinstance(v, dict) or v.get("type") not in LAKE_KEYS:
+        raise VectorError("format", "type")
+    want = LAKE_KEYS[v["type"]] | {"type", "time-ms"}
+    if set(v) - {"idempotency-key"} != want:
+        raise VectorError("format", "keys")
+    _check_common(v)
+    t = v["type"]
+    if t == "lake-created":
+        lake = v["lake"]
+        if not isinstance(lake, str) or not 1 <= len(lake) <= 64 or lake[0] in "-_" \
+                or any(c not in "abcdefghijklmnopqrstuvwxyz0123456789-_" for c in lake):
+            raise VectorError("format", "lake id")
+    if "namespace" in v:
+        _check_ns(v["namespace"])
+    if t == "namespace-created":
+        _check_props(v["properties"])
+    if t == "namespace-updated":
+        _check_props(v["updates"])
+        r, m = v["removals"], v["missing"]
+        for keys in (r, m):
+            if not isinstance(keys, list) or keys != sorted(set(keys), key=lambda x: x.encode()) \
+                    or any(not 1 <= len(x.encode()) <= PROP_KEY_MAX or x in v["updates"]
+                           for x in keys):
+                raise VectorError("format", "removals or missing")
+        if set(r) & set(m):
+            raise VectorError("format", "a key both removed and missing")
+        if not v["updates"] and not r:
+            raise VectorError("format", "an update that changes nothing")
+    for k in ("table", "from", "to"):
+        if k in v:
+            _check_table(v[k])
+    if t == "table-renamed" and v["from"] == v["to"]:
+        raise VectorError("format", "rename to itself")
+    if "table-uuid" in v:
+        _check_uuid(v["table-uuid"])
+    if "location" in v:
+        _check_location(v["location"])
+
+
+def check_table_commit(v: dict) -> None:
+    if not isinstance(v, dict) or v.get("type") != "commit":
+        raise VectorError("format", "type")
+    want = {"type", "time-ms", "metadata-location", "metadata-sha256", "metadata-length"}
+    if set(v) - {"idempotency-key", "previous-location"} != want:
+        raise VectorError("format", "keys")
+    _check_common(v)
+    _check_location(v["metadata-location"])
+    if "previous-location" in v:
+        _check_location(v["previous-location"])
+    _hex32(v["metadata-sha256"])
+    n = v["metadata-length"]
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= METADATA_MAX:
+        raise VectorError("format", "metadata-length")
+
+
+def decode_record(kind: str, data: bytes) -> dict:
+    """Reference decoder: strict JSON, the rules, and the canonical bytes again."""
+    if len(data) > 1 << 20:
+        raise VectorError("format", "over 1 MiB")
+
+    def no_dupes(pairs):
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise VectorError("format", "duplicate key")
+        return dict(pairs)
+
+    try:
+        v = json.loads(data.decode("utf-8"), object_pairs_hook=no_dupes,
+                       parse_float=lambda x: (_ for _ in ()).throw(ValueError("a float")),
+                       parse_constant=lambda x: (_ for _ in ()).throw(ValueError(x)))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise VectorError("format", f"not JSON: {e}") from None
+    try:
+        (check_lake_record if kind == "lake" else check_table_commit)(v)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise VectorError("format", f"schema: {e}") from None
+    if record_json(v) != data:
+        raise VectorError("format", "not canonical")
+    return v
+
+
+def lake_log_namespace(lake: str) -> str:
+    d = bytearray(hashlib.sha256(b"cairn lake log\x00" + lake.encode()).digest()[:16])
+    d[6] = (d[6] & 0x0F) | 0x80
+    d[8] = (d[8] & 0x3F) | 0x80
+    return uuid_text(bytes(d))
+
+
 def publication(n: int) -> bytes:
     return uuid_bytes(f"ab1c0de0-0000-4000-8000-{n:012x}")
 
@@ -1142,6 +1365,20 @@ class Gen:
         d1 = self.add_manifest("m1", m1)
         d2 = self.add_manifest("m2", m2)
         d3 = self.add_manifest("m3", m3)
+        # Chained manifests (format 2): m1 then frames 3..4; the empty prefix then frames 1..2,
+        # then frames 3..4 on that (a chain of two bases).
+        def chained(generation: int, base: Manifest, data: bytes, cuts) -> Manifest:
+            m = self.manifest_for(j, generation, cuts)
+            m.segments = [s for s in m.segments if s.first > base.prefix_sequence]
+            m.base = MBase(sha256(data), len(data), base.prefix_sequence, base.prefix_length,
+                           base.prefix_sha256)
+            return m
+
+        c2 = chained(2, m1, d1, [(1, 2), (3, 2)])
+        dc2 = self.add_manifest("c2_on_m1", c2)
+        cg1 = chained(2, m_gen, d_gen, [(1, 2)])
+        dcg1 = self.add_manifest("c1_on_genesis", cg1)
+        self.add_manifest("c2_on_c1", chained(3, cg1, dcg1, [(1, 2), (3, 2)]))
 
         # Heads of the small journal
         h1 = self.add_head("r1", self.fields_for(j, 1, 1, d1, 2, None),
@@ -1598,10 +1835,47 @@ class Gen:
         noncanonical("base64_no_padding",
                      d_one.replace(one_b64.encode(), one_b64.rstrip("=").encode()),
                      "journal_header base64 without '=' padding")
+        # Chained manifests (format 2) that break a rule of docs/formats.md §3.1.
+        def chained_variant(name: str, why: str, mutate) -> None:
+            v = json.loads(dc2)
+            mutate(v)
+            noncanonical(name, jcs(v).encode(), why)
+
+        c2v = json.loads(dc2)
+        chained_variant("chained_format_1", "a base with format 1",
+                        lambda v: v.update(format=1))
+        chained_variant("chained_format_3", "format 3", lambda v: v.update(format=3))
+        chained_variant("chained_no_segments", "a base and no segments",
+                        lambda v: v.update(segments=[]))
+        chained_variant("chained_base_length_0", "base length 0",
+                        lambda v: v["base"].update(length=0))
+        chained_variant("chained_base_length_1mib_plus_1", "base length 1 MiB + 1",
+                        lambda v: v["base"].update(length=MAX_MANIFEST_BYTES + 1))
+        chained_variant("chained_gap", "the segment starts one byte after the base's prefix",
+                        lambda v: v["base"]["prefix"].update(
+                            length=c2v["base"]["prefix"]["length"] - 1))
+        chained_variant("chained_sequence_gap", "the segment's first sequence skips one",
+                        lambda v: v["base"]["prefix"].update(sequence=1))
+        chained_variant("chained_base_below_header", "base prefix shorter than the header",
+                        lambda v: v["base"]["prefix"].update(length=23, sequence=0))
+        chained_variant("chained_empty_base_hash",
+                        "an empty base prefix whose hash is not the lineage",
+                        lambda v: v.update(segments=json.loads(dcg1)["segments"],
+                                           prefix=json.loads(dcg1)["prefix"],
+                                           base=dict(json.loads(dcg1)["base"],
+                                                     prefix={"length": 24, "sequence": 0,
+                                                             "sha256": sha256(b"x").hex()})))
+        chained_variant("chained_base_key", "an unknown key in base",
+                        lambda v: v["base"].update(zzz=1))
+        chained_variant("chained_base_missing_sha", "base without sha256",
+                        lambda v: v["base"].pop("sha256"))
+        noncanonical("chained_base_last", dc2.replace(b'"base":', b'"zbase":'),
+                     "base spelled so that it sorts last")
         self.noncanonical_manifests = nc
 
         self.build_publisher_states()
         self.build_vacuum_leases()
+        self.build_log_records()
 
     # -- publisher state -------------------------------------------------------------------
 
@@ -1889,6 +2163,132 @@ class Gen:
             VacuumLease(NS, holder, (1 << 64) - 1, (1 << 64) - 1)))
         self.bad_leases = bad
 
+    # -- catalog log records ---------------------------------------------------------------
+
+    def build_log_records(self) -> None:
+        T = 1_764_633_600_123
+        tu = "0e2b1d4c-6a8f-4c3e-9b1d-2f4a6c8e0a1b"
+        loc = "s3://cairn-test/lakes/prod/tables/" + tu
+        mloc = loc + "/metadata/00002-1a2b3c4d-0000-4000-8000-000000000002.metadata.json"
+        prev = loc + "/metadata/00001-1a2b3c4d-0000-4000-8000-000000000001.metadata.json"
+        digest = hashlib.sha256(b"metadata").hexdigest()
+        good = [
+            ("lake_created", "lake", {"type": "lake-created", "lake": "prod", "time-ms": T}),
+            ("namespace_created", "lake", {
+                "type": "namespace-created", "namespace": ["sales", "eu"], "time-ms": T + 1,
+                "properties": {"owner": "ana", "comment": "line 1\nline 2\t\"quoted\" \u00e9\u4e2d",
+                               "z\u00e9": "\u0001", "A": ""},
+                "idempotency-key": "0191e5c2-7a3b-7cde-8f01-23456789abcd"}),
+            ("namespace_updated", "lake", {
+                "type": "namespace-updated", "namespace": ["sales"], "time-ms": T + 2,
+                "updates": {"owner": "bo"}, "removals": ["a", "b", "comment"],
+                "missing": ["nope"]}),
+            ("namespace_dropped", "lake", {"type": "namespace-dropped", "namespace": ["tmp"],
+                                           "time-ms": 0}),
+            ("table_registered", "lake", {
+                "type": "table-registered", "table": {"namespace": ["sales"], "name": "orders"},
+                "table-uuid": tu, "location": loc, "time-ms": T + 3,
+                "idempotency-key": "k-1"}),
+            ("table_dropped", "lake", {
+                "type": "table-dropped", "table": {"namespace": ["sales"], "name": "orders"},
+                "table-uuid": tu, "time-ms": T + 4}),
+            ("table_renamed", "lake", {
+                "type": "table-renamed", "from": {"namespace": ["sales"], "name": "orders"},
+                "to": {"namespace": ["sales", "eu"], "name": "orders_v2"}, "table-uuid": tu,
+                "time-ms": T + 5}),
+            ("commit_first", "table", {
+                "type": "commit", "metadata-location": prev, "metadata-sha256": digest,
+                "metadata-length": 1234, "time-ms": T + 6}),
+            ("commit_next", "table", {
+                "type": "commit", "metadata-location": mloc, "metadata-sha256": digest,
+                "metadata-length": 67108864, "previous-location": prev, "time-ms": T + 7,
+                "idempotency-key": "0191e5c2-7a3b-7cde-8f01-23456789abce"}),
+        ]
+        self.records = []
+        for name, kind, v in good:
+            data = record_json(v)
+            assert decode_record(kind, data) == v, name
+            self.records.append((name, kind, data))
+        bad = []
+
+        def refuse(name: str, kind: str, data: bytes, why: str) -> None:
+            assert outcome(decode_record, kind, data) == "format", name
+            bad.append((name, kind, data, why))
+
+        def variant(name: str, base: str, why: str, mutate) -> None:
+            kind, v = next((k, json.loads(json.dumps(x))) for n, k, x in good if n == base)
+            mutate(v)
+            refuse(name, kind, record_json(v), why)
+
+        nc = dict((n, d) for n, _, d in self.records)
+        refuse("spaces", "lake", nc["lake_created"].replace(b'":', b'": '), "a space after a colon")
+        refuse("key_order", "lake", b'{"type":"lake-created","lake":"prod","time-ms":%d}' % T,
+               "keys not sorted")
+        refuse("duplicate", "lake", nc["lake_created"].replace(b'{"lake":"prod",',
+                                                               b'{"lake":"prod","lake":"prod",'),
+               "a key twice")
+        refuse("escaped_ascii", "lake", nc["lake_created"].replace(b'"prod"', b'"pro\\u0064"'),
+               "an ASCII letter as a \\u escape")
+        refuse("float_time", "lake",
+               nc["lake_created"].replace(b'"time-ms":%d' % T, b'"time-ms":%d.0' % T),
+               "time-ms 1764633600123.0")
+        refuse("trailing_newline", "table", nc["commit_first"] + b"\n", "a newline after it")
+        refuse("lake_record_as_table", "table", nc["lake_created"], "a lake record in a table log")
+        refuse("table_record_as_lake", "lake", nc["commit_first"], "a commit in a lake log")
+        variant("unknown_type", "lake_created", "type lake-deleted",
+                lambda v: v.update(type="lake-deleted"))
+        variant("unknown_member", "namespace_dropped", "an extra member",
+                lambda v: v.update(extra=1))
+        variant("missing_time", "namespace_dropped", "no time-ms", lambda v: v.pop("time-ms"))
+        variant("negative_time", "namespace_dropped", "time-ms -1",
+                lambda v: v.update({"time-ms": -1}))
+        variant("empty_namespace", "namespace_dropped", "a namespace of no levels",
+                lambda v: v.update(namespace=[]))
+        variant("deep_namespace", "namespace_dropped", "9 levels",
+                lambda v: v.update(namespace=["l"] * 9))
+        variant("dotdot_level", "namespace_dropped", "a level \"..\"",
+                lambda v: v.update(namespace=["a", ".."]))
+        variant("slash_in_name", "table_dropped", "a table name with '/'",
+                lambda v: v["table"].update(name="a/b"))
+        variant("control_in_name", "table_dropped", "a table name with a tab",
+                lambda v: v["table"].update(name="a\tb"))
+        variant("long_name", "table_dropped", "a 256-byte table name",
+                lambda v: v["table"].update(name="x" * 256))
+        variant("uuid_upper", "table_dropped", "an upper-case UUID",
+                lambda v: v.update({"table-uuid": tu.upper()}))
+        variant("uuid_nil", "table_dropped", "the nil UUID",
+                lambda v: v.update({"table-uuid": "00000000-0000-0000-0000-000000000000"}))
+        variant("removals_unsorted", "namespace_updated", "removals out of order",
+                lambda v: v.update(removals=["b", "a"]))
+        variant("removal_updated", "namespace_updated", "a key both updated and removed",
+                lambda v: v.update(removals=["owner"]))
+        variant("update_nothing", "namespace_updated", "no update and no removal",
+                lambda v: v.update(updates={}, removals=[]))
+        variant("removed_and_missing", "namespace_updated", "a key both removed and missing",
+                lambda v: v.update(missing=["a"]))
+        variant("missing_absent", "namespace_updated", "no missing member",
+                lambda v: v.pop("missing"))
+        variant("rename_to_itself", "table_renamed", "the same source and destination",
+                lambda v: v.update(to=v["from"]))
+        variant("location_space", "table_registered", "a space in the location",
+                lambda v: v.update(location=loc + " x"))
+        variant("key_space", "table_registered", "an Idempotency-Key with a space",
+                lambda v: v.update({"idempotency-key": "a b"}))
+        variant("key_long", "table_registered", "a 129-character Idempotency-Key",
+                lambda v: v.update({"idempotency-key": "k" * 129}))
+        variant("lake_upper", "lake_created", "a lake id with upper case",
+                lambda v: v.update(lake="Prod"))
+        variant("sha_upper", "commit_first", "metadata-sha256 in upper case",
+                lambda v: v.update({"metadata-sha256": digest.upper()}))
+        variant("length_0", "commit_first", "metadata-length 0",
+                lambda v: v.update({"metadata-length": 0}))
+        variant("length_over", "commit_first", "metadata-length 64 MiB + 1",
+                lambda v: v.update({"metadata-length": (64 << 20) + 1}))
+        variant("previous_null", "commit_first", "previous-location null",
+                lambda v: v.update({"previous-location": None}))
+        self.bad_records = bad
+        self.lake_namespaces = [(lake, lake_log_namespace(lake)) for lake in ("prod", "a", "x" * 64)]
+
     def bad_image(self, name: str) -> bytes:
         for n, image, *_ in self.bad_heads:
             if n == name:
@@ -2030,7 +2430,13 @@ class Gen:
             w(f'     "{m.prefix_sha256.hex()}",')
             w(f"     std::span<const ManifestSegmentVector>(kManifestSegments_{name}, {n}),")
             w(f"     {strlit(data)},")
-            w(f'     "{sha256(data).hex()}", {len(data)}u}},')
+            b = m.base
+            if b is None:
+                w(f'     "{sha256(data).hex()}", {len(data)}u, false, "", 0u, 0u, 0u, ""}},')
+            else:
+                w(f'     "{sha256(data).hex()}", {len(data)}u, true, "{b.sha256.hex()}",')
+                w(f'     {b.length}u, {b.prefix_sequence}u, {b.prefix_length}u,')
+                w(f'     "{b.prefix_sha256.hex()}"}},')
         w("};")
         w("// Manifests decodeManifest must refuse: non-canonical spellings of valid values,")
         w("// and canonical spellings of values that break a rule of docs/formats.md §3.")
@@ -2140,6 +2546,23 @@ class Gen:
             w(f'    {{"{name}", {hexlit(data)}, {len(data)}, {strlit(why.encode())}}},')
         w("};")
         w("")
+        w("// Catalog log records (docs/formats.md §9): the canonical bytes of each; the test")
+        w("// holds the typed values. kind: \"lake\" or \"table\".")
+        w("inline constexpr LogRecordVector kLogRecords[] = {")
+        for name, kind, data in self.records:
+            w(f'    {{"{name}", "{kind}", {strlit(data)}, {len(data)}u}},')
+        w("};")
+        w("// Records the decoders must refuse (code format).")
+        w("inline constexpr BadLogRecordVector kBadLogRecords[] = {")
+        for name, kind, data, why in self.bad_records:
+            w(f'    {{"{name}", "{kind}", {strlit(data)}, {len(data)}u, {strlit(why.encode())}}},')
+        w("};")
+        w("// Lake ids and their lake log namespaces.")
+        w("inline constexpr LakeNamespaceVector kLakeNamespaces[] = {")
+        for lake, ns in self.lake_namespaces:
+            w(f'    {{"{lake}", "{ns}"}},')
+        w("};")
+        w("")
         w("}  // namespace cairn::vectors")
         w("")
         w("// clang-format on")
@@ -2237,6 +2660,13 @@ struct ManifestVector {
   std::string_view json;  // the canonical bytes
   std::string_view sha256Hex;
   std::uint64_t length;
+  // Format 2: the base (hasBase false and the rest empty for format 1).
+  bool hasBase;
+  std::string_view baseSha256Hex;
+  std::uint64_t baseLength;
+  std::uint64_t basePrefixSequence;
+  std::uint64_t basePrefixLength;
+  std::string_view basePrefixSha256Hex;
 };
 
 struct HeadVector {
@@ -2318,6 +2748,26 @@ struct BadPublisherStateVector {
   std::string_view code;
   std::string_view why;
   std::string_view imageHex;
+};
+
+struct LogRecordVector {
+  std::string_view name;
+  std::string_view kind;
+  std::string_view bytes;  // raw
+  std::uint64_t length;
+};
+
+struct BadLogRecordVector {
+  std::string_view name;
+  std::string_view kind;
+  std::string_view bytes;  // raw
+  std::uint64_t length;
+  std::string_view why;
+};
+
+struct LakeNamespaceVector {
+  std::string_view lake;
+  std::string_view ns;
 };
 
 struct VacuumLeaseVector {

@@ -1,0 +1,353 @@
+#include "catalog/log.hpp"
+
+#include <boost/asio/this_coro.hpp>
+
+#include "base/assert.hpp"
+
+#include "engine/format/checks.hpp"
+#include "engine/format/journal_format.hpp"
+#include "engine/format/keys.hpp"
+#include "engine/format/limits.hpp"
+#include "engine/format/segment.hpp"
+#include "engine/runtime/task_group.hpp"
+#include "engine/store/object_store.hpp"
+#include "engine/store/store_errors.hpp"
+
+namespace cairn::catalog {
+
+namespace asio = boost::asio;
+
+namespace {
+
+Failure<Error> corrupt(const std::string& key, const std::string& why) {
+  return Failure<Error>{Error{Errc::corrupt, key + ": " + why, key}};
+}
+
+std::uint32_t readU32(ByteView b, std::size_t at) {
+  return (std::uint32_t(b[at]) << 24) | (std::uint32_t(b[at + 1]) << 16) |
+         (std::uint32_t(b[at + 2]) << 8) | std::uint32_t(b[at + 3]);
+}
+
+std::uint64_t readU64(ByteView b, std::size_t at) {
+  return (std::uint64_t(readU32(b, at)) << 32) | readU32(b, at + 4);
+}
+
+// One segment the manifest names: fetched bounded by its declared length, the exact object
+// (SHA-256), a valid segment (header and every frame) whose header says what the manifest says.
+asio::awaitable<Res<Bytes>> fetchSegment(ObjectStore& store, const Uuid& ns, const Digest& lineage,
+                                         const ManifestSegment& s, OperationBudget& budget) {
+  const std::string key = keys::segment(ns, s.objectSha256);
+  CAIRN_CO_TRY(budget.reserve(s.objectLength, s.count, 1, key));
+  auto got = co_await store.get(key, s.objectLength);
+  if (!got) co_return storeError(got.error(), key);
+  if (got->bytes.size() != s.objectLength || sha256(got->bytes) != s.objectSha256) {
+    co_return corrupt(key, "not the segment its manifest names (SHA-256 or length differs)");
+  }
+  auto h = decodeSegment(got->bytes);
+  if (!h) co_return corrupt(key, h.error().message);
+  if (h->lineage != lineage || h->firstSequence != s.firstSequence || h->count != s.count ||
+      h->journalStart != s.journalStart || h->journalEnd != s.journalEnd) {
+    co_return corrupt(key, "its header does not say what its manifest says");
+  }
+  co_return std::move(got->bytes);
+}
+
+// The frames of a checked segment's body, to the sink in order.
+Res<void> feedFrames(ByteView body, std::uint64_t firstSequence, const RecordSink& sink) {
+  std::size_t at = 0;
+  std::uint64_t expected = firstSequence;
+  while (at < body.size()) {
+    const std::uint32_t length = readU32(body, at);
+    const std::uint64_t sequence = readU64(body, at + 4);
+    CAIRN_ASSERT(sequence == expected);  // decodeSegment checked every frame
+    if (sink) {
+      if (auto ok = sink(sequence, body.subspan(at + 12, length)); !ok) return ok;
+    }
+    at += limits::kFrameOverheadBytes + length;
+    ++expected;
+  }
+  return {};
+}
+
+// What readLog found, before the records are read.
+struct Plan {
+  std::vector<ManifestSegment> segments;  // to read, in order
+  Sha256Lane prefix;                      // the state they are hashed on from
+  std::uint64_t length = 0;               // the prefix length before them
+  LogRead::State state = LogRead::State::rebuilt;
+};
+
+// The manifest chain of `head` down to `from`'s manifest (extended) or to its root (rebuilt).
+asio::awaitable<Res<Plan>> planRead(ObjectStore& store, const LogIdentity& id, const Head& head,
+                                    const std::optional<LogCursor>& from, ManifestLink top,
+                                    OperationBudget& budget, std::uint64_t& requests) {
+  Plan plan;
+  std::function<bool(const Digest&)> known;
+  if (from && head.fields().revision > from->revision()) {
+    known = [&](const Digest& d) { return d == from->manifest.sha256; };
+  }
+  auto chain = co_await fetchManifestChain(store, id.ns, std::move(top), budget, known);
+  if (!chain) co_return failureOf(chain);
+  requests += chain->links.size() - 1;
+  if (chain->stoppedAtKnown) {
+    const ManifestBase& base = *chain->links.back().manifest.base;
+    if (base.prefix != from->manifest.manifest.prefix) {
+      const std::string key = keys::manifest(id.ns, chain->links.back().sha256);
+      co_return corrupt(key, "names a base with another prefix than that manifest declares");
+    }
+    plan.segments = chain->segments();
+    plan.prefix = from->prefix;
+    plan.length = from->head.fields().prefixLength;
+    plan.state = LogRead::State::extended;
+    co_return plan;
+  }
+  const Manifest& root = chain->links.back().manifest;
+  if (root.journalHeader != id.journalHeader) {
+    const std::string key = keys::manifest(id.ns, chain->links.back().sha256);
+    co_return corrupt(key, "the log's first manifest holds another journal header");
+  }
+  plan.segments = chain->segments();
+  plan.prefix.update(id.journalHeader);
+  plan.length = id.journalHeader.size();
+  co_return plan;
+}
+
+// The candidate that follows `at` with `records`: its segment, manifest and head.
+struct Candidate {
+  Bytes segment;
+  ManifestLink manifest;
+  Bytes manifestBytes;
+  Head head;
+  Sha256Lane prefix;
+};
+
+Res<Candidate> buildCandidate(const LogIdentity& id, const std::optional<LogCursor>& at,
+                              const std::vector<Bytes>& records) {
+  if (records.empty()) return err(Errc::usage, "an append holds at least one record");
+  const std::uint64_t first = at ? at->sequence() + 1 : 1;
+  const std::uint64_t start = at ? at->head.fields().prefixLength : id.journalHeader.size();
+  Bytes body;
+  for (std::size_t i = 0; i < records.size(); ++i) appendFrame(body, first + i, records[i]);
+  SegmentHeader sh{id.lineage, first, static_cast<std::uint32_t>(records.size()), start,
+                   start + body.size()};
+  Candidate c;
+  CAIRN_ASSIGN(c.segment, encodeSegment(sh, body));
+  c.prefix = at ? at->prefix : Sha256Lane{};
+  if (!at) c.prefix.update(id.journalHeader);
+  c.prefix.update(body);
+
+  Manifest m;
+  m.generation = at ? at->manifest.manifest.generation + 1 : 1;
+  m.journalHeader = id.journalHeader;
+  m.lineage = id.lineage;
+  m.prefix = Prefix{first + records.size() - 1, sh.journalEnd, c.prefix.finish()};
+  if (at) {
+    m.base = ManifestBase{at->manifest.sha256, at->manifest.length, at->manifest.manifest.prefix};
+  }
+  m.segments.push_back(ManifestSegment{first, sh.count, sh.journalStart, sh.journalEnd,
+                                       c.segment.size(), sha256(c.segment)});
+  CAIRN_ASSIGN(c.manifestBytes, encodeManifest(m));
+  c.manifest = ManifestLink{sha256(c.manifestBytes), c.manifestBytes.size(), std::move(m)};
+
+  HeadFields f;
+  f.ns = id.ns;
+  f.publisher = id.publisher;
+  f.publication = Uuid::random();
+  f.lineage = id.lineage;
+  f.revision = at ? at->revision() + 1 : 1;
+  f.manifestSha256 = c.manifest.sha256;
+  f.manifestLength = static_cast<std::uint32_t>(c.manifest.length);
+  f.prefixSequence = c.manifest.manifest.prefix.sequence;
+  f.prefixLength = c.manifest.manifest.prefix.length;
+  f.prefixSha256 = c.manifest.manifest.prefix.sha256;
+  if (at) f.predecessor = at->head.reference();
+  CAIRN_ASSIGN(c.head, makeHead(f));
+  return c;
+}
+
+// Every immutable object of an append, written concurrently (create-if-absent; an existing one
+// must be byte-identical).
+asio::awaitable<Res<void>> writeImmutables(ObjectStore& store,
+                                           const std::vector<std::pair<std::string, ByteView>>& all,
+                                           OperationBudget& budget) {
+  for (const auto& [key, bytes] : all) CAIRN_CO_TRY(budget.reserve(bytes.size(), 0, 1, key));
+  TaskGroup tasks(co_await asio::this_coro::executor);
+  for (const auto& object : all) {
+    tasks.start([&store, &object]() -> asio::awaitable<Res<void>> {
+      auto put = co_await store.putImmutable(object.first, object.second);
+      if (!put) co_return storeError(put.error(), object.first);
+      co_return Res<void>{};
+    });
+  }
+  co_return co_await tasks.wait();
+}
+
+// Whether `candidate` is in the chain of `current` (a later revision): walks back through the
+// head copies to the candidate's revision. std::nullopt when that cannot be told (the history
+// is gone, or further back than `maxDistance`).
+asio::awaitable<Res<std::optional<bool>>> inChain(ObjectStore& store, const Head& current,
+                                                  const Head& candidate, std::uint64_t maxDistance,
+                                                  OperationBudget& budget) {
+  const std::uint64_t want = candidate.fields().revision;
+  const std::uint64_t distance = current.fields().revision - want;
+  if (distance > maxDistance) co_return std::optional<bool>{};
+  std::optional<bool> found;
+  auto walked = co_await walkChain(store, current, distance + 1, budget,
+                                   [&](const Head& h) -> asio::awaitable<Res<bool>> {
+                                     if (h.fields().revision != want) co_return true;
+                                     found = h.id() == candidate.id();
+                                     co_return false;
+                                   });
+  if (!walked) co_return failureOf(walked);
+  co_return found;
+}
+
+}  // namespace
+
+Res<LogIdentity> LogIdentity::make(const Uuid& ns, const Uuid& publisher,
+                                   std::u16string_view databaseId) {
+  if (ns.isNil() || publisher.isNil()) return err(Errc::usage, "a log's UUIDs are not nil");
+  LogIdentity id;
+  id.ns = ns;
+  id.publisher = publisher;
+  CAIRN_ASSIGN(id.journalHeader, encodeJournalHeader(databaseId));
+  id.lineage = sha256(id.journalHeader);
+  return id;
+}
+
+asio::awaitable<Res<LogRead>> readLog(ObjectStore& store, const LogIdentity& id,
+                                      const std::optional<LogCursor>& from, const RecordSink& sink,
+                                      const std::function<void()>& reset, OperationBudget& budget) {
+  LogRead out;
+  const std::string headKey = keys::currentHead(id.ns);
+  auto seen = co_await observeHead(store, id.ns, budget);
+  out.requests = 1;
+  if (!seen) co_return failureOf(seen);
+  if (seen->missing()) co_return out;
+  if (seen->malformed()) co_return Failure<Error>{Error{Errc::format, seen->damage, headKey}};
+  const Head& head = *seen->head;
+  if (auto bound = requireBinding(head, id.ns, id.publisher, id.lineage); !bound) {
+    co_return Failure<Error>{
+        Error{bound.error().code, headKey + ": " + bound.error().message, headKey}};
+  }
+  if (from && from->head.id() == head.id()) {
+    out.state = LogRead::State::unchanged;
+    out.cursor = *from;
+    out.cursor->etag = seen->etag;
+    co_return out;
+  }
+  auto top = co_await fetchManifest(store, head, budget);
+  ++out.requests;
+  if (!top) co_return failureOf(top);
+  const HeadFields& f = head.fields();
+  ManifestLink link{f.manifestSha256, f.manifestLength, std::move(*top)};
+  ManifestLink kept = link;
+  auto plan = co_await planRead(store, id, head, from, std::move(link), budget, out.requests);
+  if (!plan) co_return failureOf(plan);
+  if (plan->state == LogRead::State::rebuilt && reset) reset();
+  std::uint64_t length = plan->length;
+  for (const ManifestSegment& s : plan->segments) {
+    auto bytes = co_await fetchSegment(store, id.ns, id.lineage, s, budget);
+    ++out.requests;
+    if (!bytes) co_return failureOf(bytes);
+    ByteView body = ByteView(*bytes).subspan(limits::kSegmentHeaderBytes);
+    CAIRN_CO_TRY(feedFrames(body, s.firstSequence, sink));
+    plan->prefix.update(body);
+    length += body.size();
+  }
+  if (length != f.prefixLength || plan->prefix.finish() != f.prefixSha256) {
+    co_return corrupt(keys::manifest(id.ns, f.manifestSha256),
+                      "the segments do not rebuild the prefix its head declares");
+  }
+  out.state = plan->state;
+  out.cursor = LogCursor{head, seen->etag, std::move(kept), plan->prefix};
+  co_return out;
+}
+
+asio::awaitable<Res<Appended>> appendLog(ObjectStore& store, const LogIdentity& id,
+                                         const std::optional<LogCursor>& at, const LogAppend& what,
+                                         OperationBudget& budget, const AppendOptions& options) {
+  if (at && at->etag.empty()) {
+    co_return err(Errc::usage, "an append needs the ETag its predecessor was read with");
+  }
+  auto built = buildCandidate(id, at, what.records);
+  if (!built) co_return failureOf(built);
+  Candidate& c = *built;
+  std::vector<std::pair<std::string, ByteView>> immutables;
+  for (const auto& [key, bytes] : what.objects) immutables.emplace_back(key, bytes);
+  immutables.emplace_back(keys::segment(id.ns, sha256(c.segment)), c.segment);
+  immutables.emplace_back(keys::manifest(id.ns, c.manifest.sha256), c.manifestBytes);
+  immutables.emplace_back(keys::headCopy(id.ns, c.head.id()),
+                          ByteView(c.head.image().data(), c.head.image().size()));
+  CAIRN_CO_TRY(co_await writeImmutables(store, immutables, budget));
+
+  Appended out;
+  out.candidate = c.head;
+  auto committed = [&](std::string etag) {
+    out.outcome = Appended::Outcome::committed;
+    out.cursor = LogCursor{c.head, std::move(etag), c.manifest, c.prefix};
+    return out;
+  };
+  const std::optional<std::string> precondition =
+      at ? std::optional<std::string>(at->etag) : std::nullopt;
+  bool everUnanswered = false;
+  for (int resends = 0;; ++resends) {
+    auto put = co_await putHead(store, c.head, precondition, budget);
+    if (!put) co_return failureOf(put);
+    if (put->outcome == SelectOutcome::selected) co_return committed(put->etag);
+    const bool unanswered = put->outcome == SelectOutcome::uncertain;
+    everUnanswered = everUnanswered || unanswered;
+    if (!everUnanswered) {
+      // Every send was answered, and this one refused: nothing of this append was applied. A
+      // lost race (412, 409, RGW's race 500) is lost; the caller re-reads the head to rebase.
+      if (put->outcome == SelectOutcome::failed) {
+        co_return storeError(put->answer, keys::currentHead(id.ns));
+      }
+      out.outcome = Appended::Outcome::lost;
+      out.detail =
+          "the store refused the head: " + std::string(storeStatusName(put->answer.status));
+      co_return out;
+    }
+    auto unknown = [&](std::string why) {
+      out.outcome = Appended::Outcome::unknown;
+      out.detail = std::move(why);
+      return out;
+    };
+    auto lost = [&](std::string why) {
+      out.outcome = Appended::Outcome::lost;
+      out.detail = std::move(why);
+      return out;
+    };
+    // The head, read back, settles it.
+    // An earlier send went unanswered: the head, read back, settles it.
+    auto seen = co_await observeHead(store, id.ns, budget);
+    if (!seen || seen->malformed()) {
+      co_return unknown("the head could not be read back: " +
+                        (!seen ? seen.error().message : seen->damage));
+    }
+    const bool predecessorShown = seen->missing() ? !at : (at && seen->head->id() == at->head.id());
+    if (seen->present() && seen->head->id() == c.head.id()) co_return committed(seen->etag);
+    if (predecessorShown) {
+      if (unanswered && resends < options.maxResends) continue;  // the same bytes, once more
+      if (unanswered) {
+        co_return unknown("the head PUT went unanswered " + std::to_string(resends + 1) +
+                          " times and the head still shows its predecessor");
+      }
+      co_return lost("the store refused the head while it still showed its predecessor");
+    }
+    if (seen->missing()) co_return unknown("the head is gone");
+    const Head& current = *seen->head;
+    if (current.fields().revision <= c.head.fields().revision) {
+      co_return lost("another head was selected (revision " +
+                     std::to_string(current.fields().revision) + ")");
+    }
+    auto found = co_await inChain(store, current, c.head, options.maxChainCheck, budget);
+    if (!found) co_return unknown("the head's history could not be read: " + found.error().message);
+    if (!*found) co_return unknown("the head's history does not reach this revision");
+    if (**found) co_return committed(std::string());  // an ancestor: no ETag of its own now
+    co_return lost("another head was selected at revision " +
+                   std::to_string(c.head.fields().revision));
+  }
+}
+
+}  // namespace cairn::catalog

@@ -1,0 +1,118 @@
+// The records of the catalog's logs (docs/formats.md §9): one per journal frame of a lake log
+// or a table log. Canonical JSON, strictly read: an accepted record re-encodes to exactly its
+// bytes (keys sorted by byte, no whitespace, integers only, Boost.JSON's escapes), so one value
+// has one encoding and the independent vectors (tests/vectors/make_vectors.py) can be compared
+// byte for byte. Pure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/bytes.hpp"
+#include "base/sha256.hpp"
+#include "catalog/names.hpp"
+#include "engine/format/error.hpp"
+#include "engine/format/uuid.hpp"
+
+namespace cairn::catalog {
+
+// A record's bytes; a property key or value; an Idempotency-Key.
+inline constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxPropertyKeyBytes = 1024;
+inline constexpr std::size_t kMaxPropertyValueBytes = 64 * 1024;
+inline constexpr std::size_t kMaxProperties = 10'000;
+inline constexpr std::size_t kMaxIdempotencyKeyBytes = 128;
+// A location (a table's, or a metadata file's): a URI under the lake's root.
+inline constexpr std::size_t kMaxLocationBytes = 2048;
+
+using Properties = std::map<std::string, std::string>;
+
+// ---- the lake log: the lake's directory, as changes ----------------------------------------
+
+struct LakeCreated {
+  std::string lake;
+  friend bool operator==(const LakeCreated&, const LakeCreated&) = default;
+};
+struct NamespaceCreated {
+  Namespace ns;
+  Properties properties;
+  friend bool operator==(const NamespaceCreated&, const NamespaceCreated&) = default;
+};
+struct NamespaceUpdated {
+  Namespace ns;
+  Properties updates;
+  std::vector<std::string> removals;  // keys removed: sorted, unique, none also in updates
+  std::vector<std::string> missing;   // keys the request removed that were absent (sorted)
+  friend bool operator==(const NamespaceUpdated&, const NamespaceUpdated&) = default;
+};
+struct NamespaceDropped {
+  Namespace ns;
+  friend bool operator==(const NamespaceDropped&, const NamespaceDropped&) = default;
+};
+// A table created or registered: its name, its UUID (its table log's namespace) and location.
+struct TableRegistered {
+  TableIdent table;
+  Uuid uuid;
+  std::string location;
+  friend bool operator==(const TableRegistered&, const TableRegistered&) = default;
+};
+struct TableDropped {
+  TableIdent table;
+  Uuid uuid;
+  friend bool operator==(const TableDropped&, const TableDropped&) = default;
+};
+struct TableRenamed {
+  TableIdent from;
+  TableIdent to;
+  Uuid uuid;
+  friend bool operator==(const TableRenamed&, const TableRenamed&) = default;
+};
+
+using LakeChange = std::variant<LakeCreated, NamespaceCreated, NamespaceUpdated, NamespaceDropped,
+                                TableRegistered, TableDropped, TableRenamed>;
+
+struct LakeRecord {
+  LakeChange change;
+  std::int64_t timeMs = 0;                    // when the catalog accepted it (Unix ms, >= 0)
+  std::optional<std::string> idempotencyKey;  // the request's, when it sent one
+  friend bool operator==(const LakeRecord&, const LakeRecord&) = default;
+};
+
+// ---- a table log: the table's metadata commits -----------------------------------------------
+
+// One accepted commit: the Iceberg metadata file it selects (immutable), the one it replaced.
+struct TableCommit {
+  std::string metadataLocation;
+  Digest metadataSha256{};
+  std::uint64_t metadataLength = 0;
+  std::optional<std::string> previousLocation;  // none for the table's first record
+  std::int64_t timeMs = 0;
+  std::optional<std::string> idempotencyKey;
+  friend bool operator==(const TableCommit&, const TableCommit&) = default;
+};
+
+// The journal header's database id of each log (so a log's lineage names what it is).
+std::u16string lakeLogDatabaseId(std::string_view lake);
+std::u16string tableLogDatabaseId(const Uuid& table);
+// The lake log's namespace UUID, derived from the lake id: the first 16 bytes of
+// SHA-256("cairn lake log\0" + lake id), with the version set to 8 and the RFC 9562 variant.
+Uuid lakeLogNamespace(std::string_view lake);
+
+// Encoders refuse (Errc::usage) a value that breaks a rule; decoders refuse (Errc::format)
+// anything but the canonical encoding of a valid value.
+Res<Bytes> encodeLakeRecord(const LakeRecord& r);
+Res<LakeRecord> decodeLakeRecord(ByteView bytes);
+Res<Bytes> encodeTableCommit(const TableCommit& r);
+Res<TableCommit> decodeTableCommit(ByteView bytes);
+
+// Checks shared with request parsing.
+Res<void> checkProperties(const Properties& p, std::string_view what);
+Res<void> checkIdempotencyKey(std::string_view key);
+Res<void> checkLocation(std::string_view location, std::string_view what);
+
+}  // namespace cairn::catalog
