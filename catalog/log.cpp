@@ -192,12 +192,13 @@ asio::awaitable<Res<std::optional<bool>>> inChain(ObjectStore& store, const Head
   const std::uint64_t distance = current.fields().revision - want;
   if (distance > maxDistance) co_return std::optional<bool>{};
   std::optional<bool> found;
-  auto walked = co_await walkChain(store, current, distance + 1, budget,
-                                   [&](const Head& h) -> asio::awaitable<Res<bool>> {
-                                     if (h.fields().revision != want) co_return true;
-                                     found = h.id() == candidate.id();
-                                     co_return false;
-                                   });
+  const std::function<asio::awaitable<Res<bool>>(const Head&)> visit =
+      [&](const Head& h) -> asio::awaitable<Res<bool>> {
+    if (h.fields().revision != want) co_return true;
+    found = h.id() == candidate.id();
+    co_return false;
+  };
+  auto walked = co_await walkChain(store, current, distance + 1, budget, visit);
   if (!walked) co_return failureOf(walked);
   co_return found;
 }

@@ -93,5 +93,6 @@ void addStoreCommands(CLI::App& app, int& exitCode);
 void addCheckpointCommands(CLI::App& app, int& exitCode);
 void addPublishCommands(CLI::App& app, int& exitCode);
 void addOpsCommands(CLI::App& app, int& exitCode);
+void addCatalogCommands(CLI::App& app, int& exitCode);
 
 }  // namespace cairn::cli

@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   cairn::cli::addCheckpointCommands(app, exitCode);
   cairn::cli::addPublishCommands(app, exitCode);
   cairn::cli::addOpsCommands(app, exitCode);
+  cairn::cli::addCatalogCommands(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -221,7 +221,11 @@ TEST_CASE("catalog log: a lost race is lost, a lost answer is settled by reading
       if (!stacked && op == StoreOp::get && key.ends_with("current.head")) {
         std::vector<std::string> ignored;
         OperationBudget budget;
-        auto now = co_await catalog::readLog(*w.store, w.id, std::nullopt, {}, {}, budget);
+        // Named arguments only: GCC 12 destroys a temporary made in a co_await operand twice.
+        const std::optional<catalog::LogCursor> none;
+        const catalog::RecordSink noSink;
+        const std::function<void()> noReset;
+        auto now = co_await catalog::readLog(*w.store, w.id, none, noSink, noReset, budget);
         if (now.ok() && now->cursor && now->cursor->revision() == 2) {
           stacked = true;
           catalog::LogAppend other;

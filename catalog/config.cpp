@@ -1,0 +1,336 @@
+#include "catalog/config.hpp"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <boost/json.hpp>
+
+#include "catalog/names.hpp"
+#include "catalog/table_metadata.hpp"
+#include "engine/store/store_url.hpp"
+#include "io/file.hpp"
+
+namespace cairn::catalog {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::uint64_t kConfigFormat = 1;
+constexpr std::size_t kMaxConfigBytes = 16u << 20;
+
+Failure<Error> bad(const std::string& what) { return err(Errc::usage, "configuration: " + what); }
+
+class Obj {
+ public:
+  Obj(const json::value& v, std::string path) : path_(std::move(path)) {
+    if (v.is_object()) o_ = &v.get_object();
+  }
+  bool ok() const { return o_ != nullptr; }
+  const std::string& path() const { return path_; }
+  Res<void> only(std::initializer_list<std::string_view> keys) const {
+    std::set<std::string_view> known(keys);
+    for (const auto& kv : *o_) {
+      if (!known.count(std::string_view(kv.key().data(), kv.key().size()))) {
+        return bad(path_ + ": unknown key \"" + std::string(kv.key()) + "\"");
+      }
+    }
+    return {};
+  }
+  const json::value* find(std::string_view k) const {
+    auto it = o_->find(json::string_view(k.data(), k.size()));
+    return it == o_->end() ? nullptr : &it->value();
+  }
+  Res<std::string> string(std::string_view k) const {
+    const json::value* v = find(k);
+    if (!v || !v->is_string()) return bad(path_ + "." + std::string(k) + ": a string is needed");
+    return std::string(v->get_string());
+  }
+  Res<std::optional<std::int64_t>> optInt(std::string_view k) const {
+    const json::value* v = find(k);
+    if (!v || v->is_null()) return std::optional<std::int64_t>{};
+    if (v->is_int64()) return std::optional<std::int64_t>{v->get_int64()};
+    if (v->is_uint64() && v->get_uint64() <= std::uint64_t(INT64_MAX)) {
+      return std::optional<std::int64_t>{std::int64_t(v->get_uint64())};
+    }
+    return bad(path_ + "." + std::string(k) + ": an integer is needed");
+  }
+  Res<void> unsignedInto(std::string_view k, std::uint64_t& out, std::uint64_t lo,
+                         std::uint64_t hi) const {
+    auto v = optInt(k);
+    if (!v) return failureOf(v);
+    if (!*v) return {};
+    if (**v < 0 || std::uint64_t(**v) < lo || std::uint64_t(**v) > hi) {
+      return bad(path_ + "." + std::string(k) + ": outside " + std::to_string(lo) + ".." +
+                 std::to_string(hi));
+    }
+    out = std::uint64_t(**v);
+    return {};
+  }
+
+ private:
+  std::string path_;
+  const json::object* o_ = nullptr;
+};
+
+Res<void> readServer(const json::value& v, ServerSettings& s) {
+  Obj o(v, "server");
+  if (!o.ok()) return bad("server: an object is needed");
+  CAIRN_TRY(
+      o.only({"max-body-bytes", "max-connections", "max-in-flight", "cache-bytes", "commit-rebases",
+              "request-timeout-seconds", "tls-certificate", "tls-private-key"}));
+  CAIRN_TRY(o.unsignedInto("max-body-bytes", s.maxBodyBytes, 1024, kMaxTableMetadataBytes));
+  CAIRN_TRY(o.unsignedInto("max-connections", s.maxConnections, 1, 100'000));
+  CAIRN_TRY(o.unsignedInto("max-in-flight", s.maxInFlight, 1, 100'000));
+  CAIRN_TRY(o.unsignedInto("cache-bytes", s.cacheBytes, 0, std::uint64_t{1} << 40));
+  CAIRN_TRY(o.unsignedInto("commit-rebases", s.commitRebases, 0, 100));
+  CAIRN_TRY(o.unsignedInto("request-timeout-seconds", s.requestTimeoutSeconds, 1, 3600));
+  for (auto [key, field] : {std::pair{"tls-certificate", &s.tlsCertificate},
+                            std::pair{"tls-private-key", &s.tlsPrivateKey}}) {
+    if (o.find(key)) {
+      auto text = o.string(key);
+      if (!text) return failureOf(text);
+      *field = *text;
+    }
+  }
+  if (s.tlsCertificate.has_value() != s.tlsPrivateKey.has_value()) {
+    return bad("server: tls-certificate and tls-private-key go together");
+  }
+  return {};
+}
+
+Res<TokenEntry> readToken(const json::value& v, std::size_t i) {
+  Obj o(v, "tokens[" + std::to_string(i) + "]");
+  if (!o.ok()) return bad(o.path() + ": an object is needed");
+  CAIRN_TRY(o.only({"sha256", "lake", "role", "created", "expires"}));
+  TokenEntry t;
+  auto hex = o.string("sha256");
+  if (!hex) return failureOf(hex);
+  auto raw = fromHex(*hex);
+  if (!raw || raw->size() != 32 || toHex(*raw) != *hex) {
+    return bad(o.path() + ".sha256: 64 lowercase hex digits are needed");
+  }
+  std::copy(raw->begin(), raw->end(), t.sha256.begin());
+  CAIRN_ASSIGN(t.lake, o.string("lake"));
+  auto role = o.string("role");
+  if (!role) return failureOf(role);
+  auto parsed = parseRole(*role);
+  if (!parsed) return bad(o.path() + ".role: \"read\" or \"read-write\"");
+  t.role = *parsed;
+  auto created = o.optInt("created");
+  if (!created) return failureOf(created);
+  t.createdUnixSeconds = created->value_or(0);
+  CAIRN_ASSIGN(t.expiresUnixSeconds, o.optInt("expires"));
+  return t;
+}
+
+}  // namespace
+
+std::string_view roleName(Role r) { return r == Role::read ? "read" : "read-write"; }
+
+std::optional<Role> parseRole(std::string_view text) {
+  if (text == "read") return Role::read;
+  if (text == "read-write") return Role::readWrite;
+  return std::nullopt;
+}
+
+const LakeEntry* CatalogConfig::lake(std::string_view id) const {
+  for (const auto& l : lakes) {
+    if (l.id == id) return &l;
+  }
+  return nullptr;
+}
+
+CatalogConfig newConfig() {
+  CatalogConfig c;
+  c.publisher = Uuid::random();
+  return c;
+}
+
+Res<CatalogConfig> parseConfig(std::string_view text) {
+  auto doc = parseStrictJson(text);
+  if (!doc) return bad(doc.error().message);
+  Obj root(*doc, "configuration");
+  if (!root.ok()) return bad("the document is not an object");
+  CAIRN_TRY(root.only({"format", "publisher", "lakes", "tokens", "server"}));
+  auto format = root.optInt("format");
+  if (!format) return failureOf(format);
+  if (*format != std::optional<std::int64_t>(kConfigFormat)) return bad("format 1 is needed");
+  CatalogConfig c;
+  auto publisher = root.string("publisher");
+  if (!publisher) return failureOf(publisher);
+  auto uuid = Uuid::parse(*publisher);
+  if (!uuid || uuid->isNil()) return bad("publisher: a non-nil canonical UUID is needed");
+  c.publisher = *uuid;
+  if (const json::value* lakes = root.find("lakes")) {
+    if (!lakes->is_object()) return bad("lakes: an object of lake id -> {store} is needed");
+    for (const auto& kv : lakes->get_object()) {
+      const std::string id(kv.key());
+      if (auto ok = checkLakeId(id); !ok) return bad("lakes." + id + ": " + ok.error().message);
+      Obj l(kv.value(), "lakes." + id);
+      if (!l.ok()) return bad(l.path() + ": an object is needed");
+      CAIRN_TRY(l.only({"store"}));
+      auto store = l.string("store");
+      if (!store) return failureOf(store);
+      if (auto url = parseStoreUrl(*store); !url) return bad(l.path() + ".store: " + url.error());
+      c.lakes.push_back(LakeEntry{id, *store});
+    }
+  }
+  if (const json::value* tokens = root.find("tokens")) {
+    if (!tokens->is_array()) return bad("tokens: an array is needed");
+    for (std::size_t i = 0; i < tokens->get_array().size(); ++i) {
+      auto t = readToken(tokens->get_array()[i], i);
+      if (!t) return failureOf(t);
+      if (!c.lake(t->lake)) return bad("tokens[" + std::to_string(i) + "]: no lake " + t->lake);
+      c.tokens.push_back(std::move(*t));
+    }
+  }
+  if (const json::value* server = root.find("server")) CAIRN_TRY(readServer(*server, c.server));
+  return c;
+}
+
+std::string serializeConfig(const CatalogConfig& c) {
+  json::object root;
+  root["format"] = kConfigFormat;
+  root["publisher"] = c.publisher.text();
+  json::object lakes;
+  for (const auto& l : c.lakes) lakes[l.id] = json::object{{"store", l.store}};
+  root["lakes"] = std::move(lakes);
+  json::array tokens;
+  for (const auto& t : c.tokens) {
+    json::object o;
+    o["sha256"] = toHex(t.sha256);
+    o["lake"] = t.lake;
+    o["role"] = std::string(roleName(t.role));
+    o["created"] = t.createdUnixSeconds;
+    if (t.expiresUnixSeconds) o["expires"] = *t.expiresUnixSeconds;
+    tokens.push_back(std::move(o));
+  }
+  root["tokens"] = std::move(tokens);
+  const ServerSettings defaults;
+  const ServerSettings& s = c.server;
+  json::object server;
+  auto put = [&](const char* key, std::uint64_t value, std::uint64_t fallback) {
+    if (value != fallback) server[key] = value;
+  };
+  put("max-body-bytes", s.maxBodyBytes, defaults.maxBodyBytes);
+  put("max-connections", s.maxConnections, defaults.maxConnections);
+  put("max-in-flight", s.maxInFlight, defaults.maxInFlight);
+  put("cache-bytes", s.cacheBytes, defaults.cacheBytes);
+  put("commit-rebases", s.commitRebases, defaults.commitRebases);
+  put("request-timeout-seconds", s.requestTimeoutSeconds, defaults.requestTimeoutSeconds);
+  if (s.tlsCertificate) server["tls-certificate"] = *s.tlsCertificate;
+  if (s.tlsPrivateKey) server["tls-private-key"] = *s.tlsPrivateKey;
+  if (!server.empty()) root["server"] = std::move(server);
+  // Pretty enough for a person to read and edit: one member per line at the top level.
+  std::string out = "{\n";
+  bool first = true;
+  for (const auto& kv : root) {
+    if (!first) out += ",\n";
+    first = false;
+    out += "  " + json::serialize(json::value(kv.key())) + ": " + json::serialize(kv.value());
+  }
+  out += "\n}\n";
+  return out;
+}
+
+Res<CatalogConfig> loadConfig(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    return Failure<Error>{Error{Errc::missing, file.string() + ": no such file", file.string()}};
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return err(Errc::io, file.string() + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) return err(Errc::io, file.string() + ": read failed");
+  if (text.str().size() > kMaxConfigBytes) return bad(file.string() + " is over 16 MiB");
+  auto c = parseConfig(text.str());
+  if (!c) return err(Errc::usage, file.string() + ": " + c.error().message);
+  return c;
+}
+
+Res<CatalogConfig> updateConfig(const std::filesystem::path& file,
+                                const std::function<Res<void>(CatalogConfig&)>& change,
+                                const std::function<CatalogConfig()>& fresh) {
+  const std::string lockPath = file.string() + ".lock";
+  const int lock = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lock < 0) return err(Errc::io, lockPath + ": cannot be opened");
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock};
+  if (::flock(lock, LOCK_EX) != 0) return err(Errc::io, lockPath + ": cannot be locked");
+  CatalogConfig config;
+  auto loaded = loadConfig(file);
+  if (loaded) {
+    config = std::move(*loaded);
+  } else if (loaded.error().code == Errc::missing) {
+    config = fresh();
+  } else {
+    return failureOf(loaded);
+  }
+  CAIRN_TRY(change(config));
+  const std::string text = serializeConfig(config);
+  if (auto again = parseConfig(text); !again) {
+    return err(Errc::usage,
+               "the changed configuration would not read back: " + again.error().message);
+  }
+  auto written = io::durableReplaceSync(file, asBytes(text));
+  if (!written) return err(Errc::io, file.string() + ": " + written.error().message());
+  if (::chmod(file.c_str(), 0600) != 0) return err(Errc::io, file.string() + ": chmod failed");
+  return config;
+}
+
+std::string newToken() {
+  std::uint8_t raw[32];
+  if (RAND_bytes(raw, sizeof raw) != 1) std::abort();  // no randomness: nothing safe to do
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out = "cairn_";
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (std::uint8_t b : raw) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kAlphabet[(acc >> bits) & 63];
+    }
+  }
+  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 63];
+  return out;
+}
+
+Digest tokenHash(std::string_view token) { return sha256(asBytes(token)); }
+
+TokenCheck checkToken(const CatalogConfig& config, std::string_view token,
+                      std::int64_t nowSeconds) {
+  const Digest presented = tokenHash(token);
+  TokenCheck out;
+  // Every entry is compared, each in constant time, so the time taken says nothing about
+  // which entry (if any) matched or how much of it did.
+  for (const auto& t : config.tokens) {
+    if (CRYPTO_memcmp(presented.data(), t.sha256.data(), presented.size()) == 0 && !out.entry) {
+      out.entry = &t;
+    }
+  }
+  if (!out.entry) return out;
+  if (out.entry->expiresUnixSeconds && nowSeconds >= *out.entry->expiresUnixSeconds) {
+    out.outcome = TokenCheck::Outcome::expired;
+    out.entry = nullptr;
+    return out;
+  }
+  out.outcome = TokenCheck::Outcome::accepted;
+  return out;
+}
+
+}  // namespace cairn::catalog

@@ -1,0 +1,174 @@
+#include "catalog/directory.hpp"
+
+#include <set>
+
+namespace cairn::catalog {
+
+namespace {
+
+Failure<Error> missing(std::string_view kind, const std::string& what) {
+  return Failure<Error>{Error{Errc::missing, what, std::string(kind)}};
+}
+
+Failure<Error> conflict(const std::string& what) { return err(Errc::conflict, what); }
+
+template <class Record>
+void remember(std::map<std::string, Record>& keys,
+              std::deque<std::pair<std::int64_t, std::string>>& order,
+              const std::optional<std::string>& key, const Record& record) {
+  if (key && !keys.count(*key)) {  // the first record with a key is its result
+    keys.emplace(*key, record);
+    order.emplace_back(record.timeMs, *key);
+  }
+  // Keys of records older than the lifetime (measured from this record, the newest) go, and
+  // the oldest beyond the count bound.
+  while (!order.empty() && (order.size() > kIdempotencyMaxKeys ||
+                            order.front().first < record.timeMs - kIdempotencyLifetimeMs)) {
+    keys.erase(order.front().second);
+    order.pop_front();
+  }
+}
+
+}  // namespace
+
+Res<void> LakeDirectory::check(const LakeChange& change) const {
+  auto needNamespace = [&](const Namespace& ns) -> Res<void> {
+    if (!namespaces.count(ns)) {
+      return missing(kMissingNamespace, "Namespace does not exist: " + displayName(ns));
+    }
+    return {};
+  };
+  auto needTable = [&](const TableIdent& t, const Uuid& uuid) -> Res<void> {
+    auto it = tables.find(t);
+    if (it == tables.end() || it->second.uuid != uuid) {
+      return missing(kMissingTable, "Table does not exist: " + displayName(t));
+    }
+    return {};
+  };
+  auto needFree = [&](const TableIdent& t) -> Res<void> {
+    if (tables.count(t)) return conflict("Table already exists: " + displayName(t));
+    return {};
+  };
+  if (const auto* c = std::get_if<LakeCreated>(&change)) {
+    if (records != 0) return err(Errc::usage, "lake-created is only a log's first record");
+    return checkLakeId(c->lake);
+  }
+  if (records == 0) return err(Errc::usage, "a lake log starts with lake-created");
+  if (const auto* c = std::get_if<NamespaceCreated>(&change)) {
+    if (namespaces.count(c->ns)) {
+      return conflict("Namespace already exists: " + displayName(c->ns));
+    }
+    return {};
+  }
+  if (const auto* c = std::get_if<NamespaceUpdated>(&change)) return needNamespace(c->ns);
+  if (const auto* c = std::get_if<NamespaceDropped>(&change)) {
+    if (auto ok = needNamespace(c->ns); !ok) return ok;
+    if (!tablesIn(c->ns).empty() || !children(c->ns).empty()) {
+      return conflict("Namespace is not empty: " + displayName(c->ns));
+    }
+    return {};
+  }
+  if (const auto* c = std::get_if<TableRegistered>(&change)) {
+    if (auto ok = needNamespace(c->table.ns); !ok) return ok;
+    if (auto ok = needFree(c->table); !ok) return ok;
+    if (auto other = tableOf(c->uuid)) {
+      return conflict("Table UUID " + c->uuid.text() + " is registered as " + displayName(*other));
+    }
+    return {};
+  }
+  if (const auto* c = std::get_if<TableDropped>(&change)) return needTable(c->table, c->uuid);
+  if (const auto* c = std::get_if<TableRenamed>(&change)) {
+    if (auto ok = needTable(c->from, c->uuid); !ok) return ok;
+    if (auto ok = needNamespace(c->to.ns); !ok) return ok;
+    return needFree(c->to);
+  }
+  return err(Errc::usage, "unknown change");
+}
+
+Res<void> LakeDirectory::apply(const LakeRecord& record) {
+  if (auto ok = check(record.change); !ok) return ok;
+  const LakeChange& change = record.change;
+  if (const auto* c = std::get_if<LakeCreated>(&change)) {
+    lake = c->lake;
+  } else if (const auto* c = std::get_if<NamespaceCreated>(&change)) {
+    namespaces.emplace(c->ns, c->properties);
+  } else if (const auto* c = std::get_if<NamespaceUpdated>(&change)) {
+    Properties& p = namespaces.at(c->ns);
+    for (const auto& k : c->removals) p.erase(k);
+    for (const auto& [k, v] : c->updates) p[k] = v;
+  } else if (const auto* c = std::get_if<NamespaceDropped>(&change)) {
+    namespaces.erase(c->ns);
+  } else if (const auto* c = std::get_if<TableRegistered>(&change)) {
+    tables.emplace(c->table, TableEntry{c->uuid, c->location});
+  } else if (const auto* c = std::get_if<TableDropped>(&change)) {
+    tables.erase(c->table);
+  } else if (const auto* c = std::get_if<TableRenamed>(&change)) {
+    TableEntry entry = tables.at(c->from);
+    tables.erase(c->from);
+    tables.emplace(c->to, std::move(entry));
+  }
+  ++records;
+  remember(keys_, keyOrder_, record.idempotencyKey, record);
+  return {};
+}
+
+std::vector<Namespace> LakeDirectory::children(const std::optional<Namespace>& parent) const {
+  const std::size_t depth = parent ? parent->size() : 0;
+  std::set<Namespace> out;
+  for (const auto& [ns, _] : namespaces) {
+    if (ns.size() <= depth) continue;
+    if (parent && !isWithin(ns, *parent)) continue;
+    out.emplace(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(depth + 1));
+  }
+  return {out.begin(), out.end()};
+}
+
+bool LakeDirectory::knows(const Namespace& ns) const {
+  if (namespaces.count(ns)) return true;
+  auto it = namespaces.lower_bound(ns);
+  return it != namespaces.end() && isWithin(it->first, ns);
+}
+
+std::vector<TableIdent> LakeDirectory::tablesIn(const Namespace& ns) const {
+  std::vector<TableIdent> out;
+  for (auto it = tables.lower_bound(TableIdent{ns, ""}); it != tables.end() && it->first.ns == ns;
+       ++it) {
+    out.push_back(it->first);
+  }
+  return out;
+}
+
+std::optional<TableIdent> LakeDirectory::tableOf(const Uuid& uuid) const {
+  for (const auto& [ident, entry] : tables) {
+    if (entry.uuid == uuid) return ident;
+  }
+  return std::nullopt;
+}
+
+const LakeRecord* LakeDirectory::recordFor(const std::string& key) const {
+  auto it = keys_.find(key);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
+Res<void> TableHistory::apply(const TableCommit& commit) {
+  const std::optional<std::string> replaces =
+      current ? std::optional<std::string>(current->metadataLocation) : std::nullopt;
+  if (commit.previousLocation != replaces) {
+    return err(Errc::corrupt, "commit " + std::to_string(commits + 1) + " replaces " +
+                                  (commit.previousLocation ? *commit.previousLocation : "nothing") +
+                                  ", not the current metadata (" + (replaces ? *replaces : "none") +
+                                  ")");
+  }
+  if (!first) first = commit;
+  current = commit;
+  ++commits;
+  remember(keys_, keyOrder_, commit.idempotencyKey, commit);
+  return {};
+}
+
+const TableCommit* TableHistory::commitFor(const std::string& key) const {
+  auto it = keys_.find(key);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
+}  // namespace cairn::catalog

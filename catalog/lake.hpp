@@ -1,0 +1,133 @@
+// One lake as `cairn serve` holds it: its store (whose root is the lake's root), its lake log
+// and its tables' logs, and what this process verified of them, cached by head. Every answer
+// is read from the store first: a cached state is only ever extended from the head a request
+// read (docs/design.md §9: a load costs the lake's and the table's head GETs in steady state).
+//
+// Not thread-safe: a Lake lives on the executor that serves its requests. Concurrent requests
+// interleave at their awaits; each works on immutable snapshots (shared_ptr<const ...>), and a
+// newer snapshot replaces an older one in the caches.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "catalog/directory.hpp"
+#include "catalog/log.hpp"
+#include "catalog/table_metadata.hpp"
+#include "engine/store/object_store.hpp"
+#include "engine/store/store_url.hpp"
+
+namespace cairn::catalog {
+
+struct LakeView {
+  LakeDirectory dir;
+  LogCursor cursor;
+};
+
+struct LoadedMetadata {
+  std::string location;  // where it was read from
+  Digest sha256{};
+  TableMetadata metadata;
+  std::string json;  // serializeTableMetadata(metadata): what a load returns
+};
+
+struct TableView {
+  Uuid uuid;
+  LogCursor cursor;
+  TableHistory history;
+  std::shared_ptr<const LoadedMetadata> metadata;  // the current commit's file
+};
+
+// Why a lake cannot serve (readiness), or nothing.
+struct Readiness {
+  bool ready = false;
+  std::string reason;  // when not ready
+};
+
+class Lake {
+ public:
+  // `store` is the lake's root; `url` is what it was opened from (for locations).
+  Lake(std::string id, std::unique_ptr<ObjectStore> store, const StoreUrl& url, Uuid publisher,
+       std::uint64_t cacheBytes);
+
+  const std::string& id() const { return id_; }
+  ObjectStore& store() { return *store_; }
+  const LogIdentity& logIdentity() const { return lakeLog_; }
+  Res<LogIdentity> tableLogIdentity(const Uuid& table) const;
+
+  // The lake's root as Iceberg locations spell it: "s3://BUCKET/ROOT" or "file:///DIR".
+  const std::string& rootLocation() const { return root_; }
+  // The default location of a new table: ROOT/tables/UUID.
+  std::string defaultTableLocation(const Uuid& table) const;
+  // The object key of a location under the root (s3a:// and s3n:// read as s3://), or
+  // std::nullopt when it is outside the root or not a key the stores accept.
+  std::optional<std::string> keyOf(std::string_view location) const;
+
+  // The store's conditional writes probed (once it succeeds), then the lake log read.
+  boost::asio::awaitable<Res<void>> checkReady(OperationBudget& budget);
+  const Readiness& readiness() const { return readiness_; }
+
+  // The lake's directory as its log says now (one head GET when nothing changed).
+  boost::asio::awaitable<Res<std::shared_ptr<const LakeView>>> directory(OperationBudget& budget);
+  // Appends `record` on `view` (one attempt); a committed append becomes the cached view.
+  boost::asio::awaitable<Res<Appended>> appendLake(const LakeView& view, const LakeRecord& record,
+                                                   OperationBudget& budget);
+
+  // A table's state as its log says now, with its current metadata read and verified.
+  // Errc::missing when the table log does not exist.
+  boost::asio::awaitable<Res<std::shared_ptr<const TableView>>> table(const Uuid& uuid,
+                                                                      OperationBudget& budget);
+  // The metadata file a commit names: read bounded by its length, its SHA-256 checked, parsed
+  // (cached by SHA-256).
+  boost::asio::awaitable<Res<std::shared_ptr<const LoadedMetadata>>> metadata(
+      const TableCommit& commit, OperationBudget& budget);
+  // Appends `commit` to the table log after `at` (none: the log's first record), writing
+  // `metadataBytes` at the key of commit.metadataLocation first; a committed append becomes
+  // the cached view.
+  // (`at` is a pointer, never a temporary: GCC 12 destroys a temporary made in a co_await
+  // operand twice, docs/decisions.md D37.)
+  boost::asio::awaitable<Res<Appended>> appendTable(const Uuid& uuid, const TableView* at,
+                                                    const TableCommit& commit,
+                                                    std::string metadataBytes,
+                                                    std::shared_ptr<const LoadedMetadata> loaded,
+                                                    OperationBudget& budget);
+
+  // Reads an object under the root, bounded (for register: a metadata file written by others).
+  boost::asio::awaitable<StoreResult<StoredObject>> readObject(const std::string& key,
+                                                               std::uint64_t maxBytes);
+
+  std::uint64_t cachedBytes() const { return cacheUsed_; }
+
+ private:
+  void remember(const Uuid& uuid, std::shared_ptr<const TableView> view);
+  std::shared_ptr<const TableView> cached(const Uuid& uuid);
+
+  std::string id_;
+  std::unique_ptr<ObjectStore> store_;
+  std::string root_;
+  std::vector<std::string> rootAliases_;  // s3a://, s3n:// spellings of root_
+  Uuid publisher_;
+  LogIdentity lakeLog_;
+  bool probed_ = false;
+  Readiness readiness_{false, "not checked yet"};
+  std::shared_ptr<const LakeView> lake_;
+
+  // Table views, least recently used first, bounded by cacheBytes_ (estimated sizes).
+  struct Entry {
+    std::shared_ptr<const TableView> view;
+    std::uint64_t bytes = 0;
+    std::list<std::string>::iterator position;
+  };
+  std::uint64_t cacheBytes_;
+  std::uint64_t cacheUsed_ = 0;
+  std::list<std::string> lru_;           // table UUIDs (text), least recently used first
+  std::map<std::string, Entry> tables_;  // by table UUID (text)
+};
+
+}  // namespace cairn::catalog

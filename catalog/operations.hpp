@@ -1,0 +1,88 @@
+// The catalog's operations on one lake (docs/catalog.md, "Routes"), apart from HTTP: each reads
+// the lake's logs, checks the request against what it read, and publishes the change with the
+// head protocol, answering with what it can prove (docs/design.md §9.1):
+//   - a requirement or a name that fails against a state read: 409 / 404 as Iceberg says;
+//   - a lost compare-and-swap: read again, re-check, rebase (at most `maxRebases` times, then
+//     503: nothing of this request is or can become part of the history);
+//   - an outcome that stays unknown: 504 CommitStateUnknownException, never 409 nor 200;
+//   - a repeated Idempotency-Key that a recent record of the log holds: the first result.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.hpp"
+#include "catalog/lake.hpp"
+#include "catalog/table_create.hpp"
+#include "catalog/table_update.hpp"
+#include "engine/runtime/budget.hpp"
+
+namespace cairn::catalog {
+
+// An answer other than success: the HTTP status, the Iceberg error type, the stable reason
+// (docs/catalog.md lists every one) and a message for a person.
+struct CatalogError {
+  int status = 500;
+  std::string type;
+  std::string reason;
+  std::string message;
+};
+template <class T>
+using Outcome = Result<T, CatalogError>;
+
+inline Failure<CatalogError> refuse(int status, std::string type, std::string reason,
+                                    std::string message) {
+  return Failure<CatalogError>{
+      CatalogError{status, std::move(type), std::move(reason), std::move(message)}};
+}
+
+// An engine error met while reading or writing the lake's logs, as an answer: the store
+// failing or answering late (503 store-unavailable), a log or file that does not verify (503
+// log-unverifiable: nothing is served from what cannot be proven), a budget (503).
+CatalogError storeTrouble(const Error& e);
+
+// One request's work on one lake.
+struct Request {
+  Lake& lake;
+  OperationBudget budget;
+  std::optional<std::string> idempotencyKey;
+  std::int64_t nowMs = 0;
+  std::uint64_t maxRebases = 8;
+};
+
+boost::asio::awaitable<Outcome<std::shared_ptr<const LakeView>>> readLake(Request& r);
+
+boost::asio::awaitable<Outcome<NamespaceCreated>> createNamespace(Request& r, Namespace ns,
+                                                                  Properties properties);
+// `removals` and `updates` do not overlap (the caller answers 422 first).
+boost::asio::awaitable<Outcome<NamespaceUpdated>> updateNamespace(Request& r, Namespace ns,
+                                                                  std::vector<std::string> removals,
+                                                                  Properties updates);
+boost::asio::awaitable<Outcome<void>> dropNamespace(Request& r, Namespace ns);
+
+struct LoadedTable {
+  TableIdent ident;
+  Uuid uuid;
+  std::shared_ptr<const LoadedMetadata> metadata;
+  bool staged = false;  // stage-create: nothing was written, there is no metadata location
+};
+
+boost::asio::awaitable<Outcome<LoadedTable>> loadTable(Request& r, const TableIdent& t);
+boost::asio::awaitable<Outcome<LoadedTable>> createTable(Request& r, const Namespace& ns,
+                                                         const CreateTableRequest& create);
+boost::asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent& t,
+                                                           const std::string& metadataLocation);
+boost::asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& t,
+                                                         const CommitTableRequest& commit);
+boost::asio::awaitable<Outcome<void>> dropTable(Request& r, const TableIdent& t);
+boost::asio::awaitable<Outcome<void>> renameTable(Request& r, const TableIdent& from,
+                                                  const TableIdent& to);
+
+// The file name of a table's metadata version `version`: Iceberg's NNNNN-UUID.metadata.json.
+std::string metadataFileName(std::uint64_t version, const Uuid& unique);
+
+}  // namespace cairn::catalog

@@ -1,0 +1,804 @@
+#include "catalog/service.hpp"
+
+#include <boost/json.hpp>
+#include <set>
+
+#include "catalog/operations.hpp"
+#include "catalog/table_create.hpp"
+#include "catalog/table_update.hpp"
+
+namespace cairn::catalog {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using net::ServerRequest;
+using net::ServerResponse;
+
+namespace {
+
+// ---- answers ------------------------------------------------------------------------------
+
+ServerResponse error(int status, std::string_view type, std::string_view reason,
+                     std::string_view message) {
+  ServerResponse r = net::jsonError(status, type, reason, message);
+  if (status == 401) r.headers.push_back({"WWW-Authenticate", "Bearer realm=\"cairn\""});
+  if (status == 503) r.headers.push_back({"Retry-After", "1"});
+  return r;
+}
+
+ServerResponse error(const CatalogError& e) { return error(e.status, e.type, e.reason, e.message); }
+
+ServerResponse badRequest(std::string_view reason, std::string_view message) {
+  return error(400, "BadRequestException", reason, message);
+}
+
+ServerResponse jsonAnswer(int status, const json::value& body) {
+  ServerResponse r;
+  r.status = status;
+  r.body = json::serialize(body);
+  return r;
+}
+
+ServerResponse noContent() {
+  ServerResponse r;
+  r.status = 204;
+  return r;
+}
+
+json::array namespaceJson(const Namespace& ns) {
+  json::array a;
+  for (const auto& level : ns) a.emplace_back(json::string(level));
+  return a;
+}
+
+json::object propertiesJson(const Properties& p) {
+  json::object o;
+  for (const auto& [k, v] : p) o.emplace(k, json::string(v));
+  return o;
+}
+
+json::object identifierJson(const TableIdent& t) {
+  json::object o;
+  o.emplace("namespace", namespaceJson(t.ns));
+  o.emplace("name", json::string(t.name));
+  return o;
+}
+
+json::array stringsJson(const std::vector<std::string>& items) {
+  json::array a;
+  for (const auto& s : items) a.emplace_back(json::string(s));
+  return a;
+}
+
+// Java's suppressHistoricalSnapshots: only the snapshots a ref names.
+std::string refsOnly(const TableMetadata& m) {
+  TableMetadata copy = m;
+  std::set<std::int64_t> named;
+  for (const auto& [_, ref] : m.refs) named.insert(ref.snapshotId);
+  std::erase_if(copy.snapshots, [&](const Snapshot& s) { return !named.count(s.snapshotId); });
+  return serializeTableMetadata(copy);
+}
+
+std::string etagOf(const LoadedMetadata& m, bool refs) {
+  return "\"" + toHex(m.sha256) + (refs ? "-refs" : "") + "\"";
+}
+
+// LoadTableResult (or CommitTableResponse, which has the same two members first).
+ServerResponse tableAnswer(const LoadedTable& t, bool refs, bool withConfig) {
+  std::string body = "{";
+  if (!t.staged)
+    body += "\"metadata-location\":" + json::serialize(json::string(t.metadata->location)) + ",";
+  body += "\"metadata\":" + (refs ? refsOnly(t.metadata->metadata) : t.metadata->json);
+  if (withConfig) body += ",\"config\":{}";
+  body += "}";
+  ServerResponse r;
+  r.body = std::move(body);
+  if (!t.staged) r.headers.push_back({"ETag", etagOf(*t.metadata, refs)});
+  return r;
+}
+
+// ---- reading requests -----------------------------------------------------------------------
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decoding; `plus` also reads '+' as a space (query strings). nullopt for a bad escape.
+std::optional<std::string> percentDecode(std::string_view s, bool plus) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%') {
+      if (i + 2 >= s.size()) return std::nullopt;
+      const int hi = hexValue(s[i + 1]), lo = hexValue(s[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (plus && s[i] == '+') {
+      out += ' ';
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The query's parameters (the first value of each name).
+std::optional<std::map<std::string, std::string>> queryOf(std::string_view query) {
+  std::map<std::string, std::string> out;
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const std::size_t eq = pair.find('=');
+    auto name = percentDecode(pair.substr(0, eq), true);
+    auto value = percentDecode(
+        eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true);
+    if (!name || !value) return std::nullopt;
+    out.emplace(std::move(*name), std::move(*value));
+  }
+  return out;
+}
+
+class Body {
+ public:
+  static Outcome<Body> parse(const std::string& text, std::string what) {
+    auto v = parseStrictJson(text);
+    if (!v)
+      return refuse(400, "BadRequestException", "malformed-json", what + ": " + v.error().message);
+    if (!v->is_object()) {
+      return refuse(400, "BadRequestException", "invalid-request", what + ": not a JSON object");
+    }
+    return Body(std::move(*v), std::move(what));
+  }
+  const json::value& value() const { return v_; }
+  const json::object& object() const { return v_.get_object(); }
+  Outcome<void> only(std::initializer_list<std::string_view> keys) const {
+    std::set<std::string_view> known(keys);
+    for (const auto& kv : object()) {
+      if (!known.count(std::string_view(kv.key().data(), kv.key().size()))) {
+        return bad("unknown field \"" + std::string(kv.key()) + "\"");
+      }
+    }
+    return {};
+  }
+  const json::value* find(std::string_view k) const {
+    auto it = object().find(json::string_view(k.data(), k.size()));
+    return it == object().end() ? nullptr : &it->value();
+  }
+  Outcome<std::string> string(std::string_view k) const {
+    const json::value* v = find(k);
+    if (!v) return bad("\"" + std::string(k) + "\" is required");
+    if (!v->is_string()) return bad("\"" + std::string(k) + "\" must be a string");
+    return std::string(v->get_string());
+  }
+  Outcome<std::vector<std::string>> strings(std::string_view k, bool required) const {
+    const json::value* v = find(k);
+    std::vector<std::string> out;
+    if (!v || (!required && v->is_null())) {
+      if (required) return bad("\"" + std::string(k) + "\" is required");
+      return out;
+    }
+    if (!v->is_array()) return bad("\"" + std::string(k) + "\" must be an array of strings");
+    for (const auto& e : v->get_array()) {
+      if (!e.is_string()) return bad("\"" + std::string(k) + "\" must be an array of strings");
+      out.emplace_back(e.get_string());
+    }
+    return out;
+  }
+  Outcome<Properties> properties(std::string_view k) const {
+    const json::value* v = find(k);
+    Properties out;
+    if (!v || v->is_null()) return out;
+    if (!v->is_object()) return bad("\"" + std::string(k) + "\" must be an object of strings");
+    for (const auto& kv : v->get_object()) {
+      if (!kv.value().is_string()) {
+        return bad("\"" + std::string(k) + "\" must map strings to strings");
+      }
+      out.emplace(std::string(kv.key()), std::string(kv.value().get_string()));
+    }
+    if (auto ok = checkProperties(out, k); !ok) return bad(ok.error().message);
+    return out;
+  }
+  Outcome<TableIdent> identifier(std::string_view k) const {
+    const json::value* v = find(k);
+    if (!v || !v->is_object()) return bad("\"" + std::string(k) + "\" must be a table identifier");
+    Body inner(*v, what_ + "." + std::string(k));
+    if (auto ok = inner.only({"namespace", "name"}); !ok) return failureOf(ok);
+    auto ns = inner.strings("namespace", true);
+    if (!ns) return failureOf(ns);
+    auto name = inner.string("name");
+    if (!name) return failureOf(name);
+    if (auto ok = checkNamespace(*ns); !ok) {
+      return refuse(400, "BadRequestException", "invalid-name", ok.error().message);
+    }
+    if (auto ok = checkName(*name, "table name"); !ok) {
+      return refuse(400, "BadRequestException", "invalid-name", ok.error().message);
+    }
+    return TableIdent{std::move(*ns), std::move(*name)};
+  }
+  Failure<CatalogError> bad(const std::string& why) const {
+    return refuse(400, "BadRequestException", "invalid-request", what_ + ": " + why);
+  }
+
+ private:
+  Body(json::value v, std::string what) : v_(std::move(v)), what_(std::move(what)) {}
+  json::value v_;
+  std::string what_;
+};
+
+// ---- routes ---------------------------------------------------------------------------------
+
+enum class Route {
+  config,
+  namespaces,
+  namespace_,
+  properties,
+  tables,
+  registerTable,
+  table,
+  rename,
+  transactions,
+  views,
+  none
+};
+
+struct Matched {
+  Route route = Route::none;
+  std::string templ;
+  std::optional<std::string> prefix;  // the lake named in the path
+  std::string ns;                     // the namespace segment, decoded
+  std::string table;                  // the table segment, decoded
+};
+
+std::optional<Matched> match(const std::vector<std::string>& s) {
+  Matched m;
+  if (s.size() == 1 && s[0] == "config") {
+    m.route = Route::config;
+    m.templ = "/v1/config";
+    return m;
+  }
+  static const std::set<std::string> kTop = {"namespaces", "tables", "transactions", "views"};
+  std::size_t i = 0;
+  std::string head = "/v1";
+  if (!s.empty() && !kTop.count(s[0])) {
+    m.prefix = s[0];
+    head = "/v1/{prefix}";
+    i = 1;
+  }
+  const std::size_t n = s.size() - i;
+  auto at = [&](std::size_t k) -> const std::string& { return s[i + k]; };
+  if (n >= 1 && at(0) == "namespaces") {
+    if (n == 1) {
+      m.route = Route::namespaces;
+      m.templ = head + "/namespaces";
+      return m;
+    }
+    m.ns = at(1);
+    if (n == 2) {
+      m.route = Route::namespace_;
+      m.templ = head + "/namespaces/{namespace}";
+    } else if (n == 3 && at(2) == "properties") {
+      m.route = Route::properties;
+      m.templ = head + "/namespaces/{namespace}/properties";
+    } else if (n == 3 && at(2) == "tables") {
+      m.route = Route::tables;
+      m.templ = head + "/namespaces/{namespace}/tables";
+    } else if (n == 3 && at(2) == "register") {
+      m.route = Route::registerTable;
+      m.templ = head + "/namespaces/{namespace}/register";
+    } else if (n == 4 && at(2) == "tables") {
+      m.route = Route::table;
+      m.table = at(3);
+      m.templ = head + "/namespaces/{namespace}/tables/{table}";
+    } else if (n >= 3 && at(2) == "views") {
+      m.route = Route::views;
+      m.templ = head + "/namespaces/{namespace}/views";
+    } else {
+      return std::nullopt;
+    }
+    return m;
+  }
+  if (n == 2 && at(0) == "tables" && at(1) == "rename") {
+    m.route = Route::rename;
+    m.templ = head + "/tables/rename";
+    return m;
+  }
+  if (n == 2 && at(0) == "transactions" && at(1) == "commit") {
+    m.route = Route::transactions;
+    m.templ = head + "/transactions/commit";
+    return m;
+  }
+  if (n == 2 && at(0) == "views" && at(1) == "rename") {
+    m.route = Route::views;
+    m.templ = head + "/views/rename";
+    return m;
+  }
+  return std::nullopt;
+}
+
+std::string allowed(Route r) {
+  switch (r) {
+    case Route::config:
+      return "GET";
+    case Route::namespaces:
+    case Route::tables:
+      return "GET, POST";
+    case Route::namespace_:
+      return "GET, HEAD, DELETE";
+    case Route::properties:
+    case Route::registerTable:
+    case Route::rename:
+    case Route::transactions:
+      return "POST";
+    case Route::table:
+      return "GET, HEAD, POST, DELETE";
+    default:
+      return "";
+  }
+}
+
+std::int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+struct CatalogService::Impl {
+  std::filesystem::path configFile;
+  CatalogConfig config;
+  std::filesystem::file_time_type configTime{};
+  std::uintmax_t configSize = 0;
+  std::chrono::steady_clock::time_point configChecked{};
+  std::map<std::string, std::unique_ptr<Lake>> lakes;
+
+  // The tokens of the configuration file, read again when it changed (checked at most once a
+  // second). A file that no longer reads keeps the tokens known before.
+  void refreshTokens() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - configChecked < std::chrono::seconds(1)) return;
+    configChecked = now;
+    std::error_code ec;
+    const auto time = std::filesystem::last_write_time(configFile, ec);
+    if (ec) return;
+    const auto size = std::filesystem::file_size(configFile, ec);
+    if (ec || (time == configTime && size == configSize)) return;
+    auto loaded = loadConfig(configFile);
+    if (!loaded) return;
+    config.tokens = std::move(loaded->tokens);
+    configTime = time;
+    configSize = size;
+  }
+
+  struct Caller {
+    const TokenEntry* token = nullptr;
+    Lake* lake = nullptr;
+  };
+
+  Outcome<Caller> authenticate(const ServerRequest& req) {
+    const std::string* auth = req.header("Authorization");
+    if (!auth) {
+      return refuse(401, "NotAuthorizedException", "missing-token",
+                    "a bearer token is needed (Authorization: Bearer TOKEN)");
+    }
+    std::string_view text = *auth;
+    if (text.size() < 7 || (text.substr(0, 7) != "Bearer " && text.substr(0, 7) != "bearer ")) {
+      return refuse(401, "NotAuthorizedException", "missing-token",
+                    "the Authorization header is not a bearer token");
+    }
+    text.remove_prefix(7);
+    refreshTokens();
+    const std::int64_t now = nowMs() / 1000;
+    auto check = checkToken(config, text, now);
+    if (check.outcome == TokenCheck::Outcome::expired) {
+      return refuse(401, "NotAuthorizedException", "expired-token", "the token has expired");
+    }
+    if (check.outcome != TokenCheck::Outcome::accepted) {
+      return refuse(401, "NotAuthorizedException", "unknown-token", "the token is not known");
+    }
+    auto lake = lakes.find(check.entry->lake);
+    if (lake == lakes.end()) {
+      return refuse(401, "NotAuthorizedException", "unknown-token",
+                    "the token's lake is not served by this process");
+    }
+    return Caller{check.entry, lake->second.get()};
+  }
+
+  asio::awaitable<Outcome<void>> ready(Lake& lake, OperationBudget& budget) {
+    if (lake.readiness().ready) co_return Outcome<void>{};
+    auto checked = co_await lake.checkReady(budget);
+    if (!checked) {
+      co_return refuse(503, "ServiceUnavailableException", "lake-not-ready",
+                       "lake " + lake.id() + " is not ready: " + lake.readiness().reason);
+    }
+    co_return Outcome<void>{};
+  }
+
+  Request request(Lake& lake, const ServerRequest& req) {
+    Request r{lake, OperationBudget{}, std::nullopt, nowMs(), config.server.commitRebases};
+    if (const std::string* key = req.header("Idempotency-Key")) r.idempotencyKey = *key;
+    return r;
+  }
+
+  asio::awaitable<ServerResponse> serve(const ServerRequest& req, const Matched& m, Caller caller);
+  asio::awaitable<ServerResponse> namespaces(const ServerRequest& req, const Matched& m,
+                                             Request& r);
+  asio::awaitable<ServerResponse> oneNamespace(const ServerRequest& req, const Namespace& ns,
+                                               Request& r);
+  asio::awaitable<ServerResponse> tables(const ServerRequest& req, const Namespace& ns, Request& r);
+  asio::awaitable<ServerResponse> oneTable(const ServerRequest& req, const TableIdent& t,
+                                           Request& r);
+  ServerResponse configAnswer(const ServerRequest& req, const Caller& caller);
+  asio::awaitable<ServerResponse> readyz();
+};
+
+CatalogService::CatalogService(std::filesystem::path configFile, CatalogConfig config,
+                               std::vector<std::unique_ptr<Lake>> lakes)
+    : impl_(std::make_shared<Impl>()) {
+  impl_->configFile = std::move(configFile);
+  impl_->config = std::move(config);
+  std::error_code ec;
+  impl_->configTime = std::filesystem::last_write_time(impl_->configFile, ec);
+  impl_->configSize = std::filesystem::file_size(impl_->configFile, ec);
+  impl_->configChecked = std::chrono::steady_clock::now();
+  for (auto& lake : lakes) {
+    const std::string id = lake->id();
+    impl_->lakes.emplace(id, std::move(lake));
+  }
+}
+
+const std::vector<std::string>& CatalogService::endpoints() {
+  static const std::vector<std::string> kEndpoints = {
+      "GET /v1/{prefix}/namespaces",
+      "POST /v1/{prefix}/namespaces",
+      "GET /v1/{prefix}/namespaces/{namespace}",
+      "HEAD /v1/{prefix}/namespaces/{namespace}",
+      "DELETE /v1/{prefix}/namespaces/{namespace}",
+      "POST /v1/{prefix}/namespaces/{namespace}/properties",
+      "GET /v1/{prefix}/namespaces/{namespace}/tables",
+      "POST /v1/{prefix}/namespaces/{namespace}/tables",
+      "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+      "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+      "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+      "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+      "POST /v1/{prefix}/namespaces/{namespace}/register",
+      "POST /v1/{prefix}/tables/rename",
+  };
+  return kEndpoints;
+}
+
+asio::awaitable<void> CatalogService::checkReadiness() {
+  for (auto& [_, lake] : impl_->lakes) {
+    OperationBudget budget;
+    co_await lake->checkReady(budget);
+  }
+}
+
+ServerResponse CatalogService::Impl::configAnswer(const ServerRequest& req, const Caller& caller) {
+  auto query = queryOf(req.query);
+  if (!query) return badRequest("invalid-request", "the query string does not decode");
+  if (auto w = query->find("warehouse"); w != query->end() && w->second != caller.lake->id()) {
+    // The same refusal whether that lake exists or not: nothing of another lake shows.
+    return error(403, "ForbiddenException", "wrong-lake",
+                 "the token does not grant access to warehouse \"" + w->second + "\"");
+  }
+  json::object body;
+  body.emplace("defaults", json::object{});
+  body.emplace("overrides", json::object{{"prefix", caller.lake->id()}});
+  body.emplace("endpoints", stringsJson(CatalogService::endpoints()));
+  body.emplace("idempotency-key-lifetime", std::string(kIdempotencyLifetime));
+  return jsonAnswer(200, body);
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::readyz() {
+  std::string problems;
+  json::object lakesJson;
+  for (auto& [id, lake] : lakes) {
+    OperationBudget budget;
+    auto checked = co_await lake->checkReady(budget);
+    lakesJson.emplace(id, checked ? "ready" : lake->readiness().reason);
+    if (!checked) problems += (problems.empty() ? "" : "; ") + id + ": " + lake->readiness().reason;
+  }
+  if (!problems.empty()) {
+    co_return error(503, "ServiceUnavailableException", "lake-not-ready", problems);
+  }
+  co_return jsonAnswer(200, json::object{{"status", "ready"}, {"lakes", std::move(lakesJson)}});
+}
+
+asio::awaitable<ServerResponse> CatalogService::handle(const ServerRequest& req) {
+  Impl& s = *impl_;
+  if (req.target == "/healthz") {
+    ServerResponse r = jsonAnswer(200, json::object{{"status", "live"}});
+    r.route = "/healthz";
+    co_return r;
+  }
+  if (req.target == "/readyz") {
+    ServerResponse r = co_await s.readyz();
+    r.route = "/readyz";
+    co_return r;
+  }
+  // The path's segments after /v1, each percent-decoded.
+  std::vector<std::string> segments;
+  std::string_view path = req.target;
+  if (!path.starts_with("/v1/")) {
+    co_return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
+  }
+  path.remove_prefix(4);
+  while (true) {
+    const std::size_t slash = path.find('/');
+    auto decoded = percentDecode(path.substr(0, slash), false);
+    if (!decoded) co_return badRequest("invalid-path", "the path does not percent-decode");
+    segments.push_back(std::move(*decoded));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  auto m = match(segments);
+  if (!m) co_return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
+  auto caller = s.authenticate(req);
+  if (!caller) {
+    ServerResponse r = error(caller.error());
+    r.route = m->templ;
+    co_return r;
+  }
+  ServerResponse r = co_await s.serve(req, *m, *caller);
+  r.route = m->templ;
+  r.lake = caller->lake->id();
+  co_return r;
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest& req,
+                                                            const Matched& m, Caller caller) {
+  Lake& lake = *caller.lake;
+  if (m.prefix && *m.prefix != lake.id()) {
+    co_return error(403, "ForbiddenException", "wrong-lake",
+                    "the token does not grant access to lake \"" + *m.prefix + "\"");
+  }
+  const std::string methods = allowed(m.route);
+  if (m.route == Route::views) {
+    co_return error(406, "UnsupportedOperationException", "views-not-served",
+                    "views are not served by this catalog");
+  }
+  if (methods.find(req.method) == std::string::npos) {
+    ServerResponse r = error(405, "MethodNotAllowedException", "method-not-allowed",
+                             req.method + " is not served on this route");
+    r.headers.push_back({"Allow", methods});
+    co_return r;
+  }
+  const bool mutation = req.method == "POST" || req.method == "DELETE";
+  if (mutation && caller.token->role != Role::readWrite) {
+    co_return error(403, "ForbiddenException", "read-only-token",
+                    "the token may read this lake, not change it");
+  }
+  if (m.route == Route::config) co_return configAnswer(req, caller);
+  if (m.route == Route::transactions) {
+    co_return error(406, "UnsupportedOperationException", "multi-table-transaction",
+                    "a commit to several tables cannot be made atomic here: each table has its "
+                    "own head (docs/catalog.md); commit each table on its own");
+  }
+  if (const std::string* key = req.header("Idempotency-Key")) {
+    if (auto ok = checkIdempotencyKey(*key); !ok) {
+      co_return badRequest("invalid-idempotency-key", ok.error().message);
+    }
+  }
+  Request r = request(lake, req);
+  if (auto ok = co_await ready(lake, r.budget); !ok) co_return error(ok.error());
+  if (m.route == Route::namespaces) co_return co_await namespaces(req, m, r);
+  if (m.route == Route::rename) {
+    auto body = Body::parse(req.body, "rename request");
+    if (!body) co_return error(body.error());
+    if (auto ok = body->only({"source", "destination"}); !ok) co_return error(ok.error());
+    auto from = body->identifier("source");
+    if (!from) co_return error(from.error());
+    auto to = body->identifier("destination");
+    if (!to) co_return error(to.error());
+    auto done = co_await renameTable(r, *from, *to);
+    co_return done ? noContent() : error(done.error());
+  }
+  auto ns = splitNamespace(m.ns);
+  if (!ns) co_return badRequest("invalid-name", ns.error().message);
+  switch (m.route) {
+    case Route::namespace_:
+    case Route::properties:
+      if (m.route == Route::properties) {
+        auto body = Body::parse(req.body, "properties update");
+        if (!body) co_return error(body.error());
+        if (auto ok = body->only({"removals", "updates"}); !ok) co_return error(ok.error());
+        auto removals = body->strings("removals", false);
+        if (!removals) co_return error(removals.error());
+        auto updates = body->properties("updates");
+        if (!updates) co_return error(updates.error());
+        for (const auto& k : *removals) {
+          if (updates->count(k)) {
+            co_return error(422, "UnprocessableEntityException", "key-updated-and-removed",
+                            "\"" + k + "\" is both updated and removed");
+          }
+        }
+        auto done = co_await updateNamespace(r, *ns, *removals, *updates);
+        if (!done) co_return error(done.error());
+        std::vector<std::string> updated;
+        for (const auto& [k, _] : done->updates) updated.push_back(k);
+        co_return jsonAnswer(200, json::object{{"updated", stringsJson(updated)},
+                                               {"removed", stringsJson(done->removals)},
+                                               {"missing", stringsJson(done->missing)}});
+      }
+      co_return co_await oneNamespace(req, *ns, r);
+    case Route::tables:
+      co_return co_await tables(req, *ns, r);
+    case Route::registerTable: {
+      auto body = Body::parse(req.body, "register request");
+      if (!body) co_return error(body.error());
+      if (auto ok = body->only({"name", "metadata-location", "overwrite"}); !ok) {
+        co_return error(ok.error());
+      }
+      auto name = body->string("name");
+      if (!name) co_return error(name.error());
+      auto location = body->string("metadata-location");
+      if (!location) co_return error(location.error());
+      if (const json::value* overwrite = body->find("overwrite")) {
+        if (!overwrite->is_bool())
+          co_return badRequest("invalid-request", "overwrite is a boolean");
+        if (overwrite->get_bool()) {
+          co_return error(406, "UnsupportedOperationException", "overwrite-not-supported",
+                          "registering over an existing table is not supported");
+        }
+      }
+      const TableIdent t{*ns, *name};
+      auto loaded = co_await registerTable(r, t, *location);
+      co_return loaded ? tableAnswer(*loaded, false, true) : error(loaded.error());
+    }
+    case Route::table: {
+      if (auto ok = checkName(m.table, "table name"); !ok) {
+        co_return badRequest("invalid-name", ok.error().message);
+      }
+      const TableIdent t{*ns, m.table};
+      co_return co_await oneTable(req, t, r);
+    }
+    default:
+      co_return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
+  }
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::namespaces(const ServerRequest& req,
+                                                                 const Matched&, Request& r) {
+  if (req.method == "GET") {
+    auto query = queryOf(req.query);
+    if (!query) co_return badRequest("invalid-request", "the query string does not decode");
+    std::optional<Namespace> parent;
+    if (auto p = query->find("parent"); p != query->end() && !p->second.empty()) {
+      auto split = splitNamespace(p->second);
+      if (!split) co_return badRequest("invalid-name", split.error().message);
+      parent = std::move(*split);
+    }
+    auto view = co_await readLake(r);
+    if (!view) co_return error(view.error());
+    if (parent && !(*view)->dir.knows(*parent)) {
+      co_return error(404, "NoSuchNamespaceException", "no-such-namespace",
+                      "Namespace does not exist: " + displayName(*parent));
+    }
+    json::array list;
+    for (const auto& ns : (*view)->dir.children(parent)) list.emplace_back(namespaceJson(ns));
+    co_return jsonAnswer(200, json::object{{"namespaces", std::move(list)}});
+  }
+  auto body = Body::parse(req.body, "create namespace request");
+  if (!body) co_return error(body.error());
+  if (auto ok = body->only({"namespace", "properties"}); !ok) co_return error(ok.error());
+  auto ns = body->strings("namespace", true);
+  if (!ns) co_return error(ns.error());
+  if (auto ok = checkNamespace(*ns); !ok) co_return badRequest("invalid-name", ok.error().message);
+  auto properties = body->properties("properties");
+  if (!properties) co_return error(properties.error());
+  auto created = co_await createNamespace(r, *ns, *properties);
+  if (!created) co_return error(created.error());
+  co_return jsonAnswer(200, json::object{{"namespace", namespaceJson(created->ns)},
+                                         {"properties", propertiesJson(created->properties)}});
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::oneNamespace(const ServerRequest& req,
+                                                                   const Namespace& ns,
+                                                                   Request& r) {
+  if (req.method == "DELETE") {
+    auto dropped = co_await dropNamespace(r, ns);
+    co_return dropped ? noContent() : error(dropped.error());
+  }
+  auto view = co_await readLake(r);
+  if (!view) co_return error(view.error());
+  auto it = (*view)->dir.namespaces.find(ns);
+  if (it == (*view)->dir.namespaces.end()) {
+    if (req.method == "HEAD") {
+      ServerResponse missing;
+      missing.status = 404;
+      co_return missing;
+    }
+    co_return error(404, "NoSuchNamespaceException", "no-such-namespace",
+                    "Namespace does not exist: " + displayName(ns));
+  }
+  if (req.method == "HEAD") co_return noContent();
+  co_return jsonAnswer(200, json::object{{"namespace", namespaceJson(ns)},
+                                         {"properties", propertiesJson(it->second)}});
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::tables(const ServerRequest& req,
+                                                             const Namespace& ns, Request& r) {
+  if (req.method == "GET") {
+    auto view = co_await readLake(r);
+    if (!view) co_return error(view.error());
+    if (!(*view)->dir.namespaces.count(ns)) {
+      co_return error(404, "NoSuchNamespaceException", "no-such-namespace",
+                      "Namespace does not exist: " + displayName(ns));
+    }
+    json::array list;
+    for (const auto& t : (*view)->dir.tablesIn(ns)) list.emplace_back(identifierJson(t));
+    co_return jsonAnswer(200, json::object{{"identifiers", std::move(list)}});
+  }
+  auto body = parseStrictJson(req.body);
+  if (!body)
+    co_return badRequest("malformed-json", "create table request: " + body.error().message);
+  auto create = parseCreateTableRequest(*body);
+  if (!create) co_return badRequest("invalid-request", create.error().message);
+  auto loaded = co_await createTable(r, ns, *create);
+  co_return loaded ? tableAnswer(*loaded, false, true) : error(loaded.error());
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::oneTable(const ServerRequest& req,
+                                                               const TableIdent& t, Request& r) {
+  auto query = queryOf(req.query);
+  if (!query) co_return badRequest("invalid-request", "the query string does not decode");
+  if (req.method == "DELETE") {
+    if (auto purge = query->find("purgeRequested"); purge != query->end()) {
+      if (purge->second != "true" && purge->second != "false") {
+        co_return badRequest("invalid-request", "purgeRequested is true or false");
+      }
+      if (purge->second == "true") {
+        co_return error(406, "UnsupportedOperationException", "purge-not-supported",
+                        "dropping with purge is refused: the catalog deletes files only by "
+                        "garbage collection over the verified reachability graph, which this "
+                        "version does not run; drop without purgeRequested");
+      }
+    }
+    auto dropped = co_await dropTable(r, t);
+    co_return dropped ? noContent() : error(dropped.error());
+  }
+  if (req.method == "POST") {
+    auto body = parseStrictJson(req.body);
+    if (!body) co_return badRequest("malformed-json", "commit request: " + body.error().message);
+    auto commit = parseCommitTableRequest(*body);
+    if (!commit) co_return badRequest("invalid-request", commit.error().message);
+    auto done = co_await commitTable(r, t, *commit);
+    co_return done ? tableAnswer(*done, false, false) : error(done.error());
+  }
+  bool refs = false;
+  if (auto mode = query->find("snapshots"); mode != query->end()) {
+    if (mode->second != "all" && mode->second != "refs") {
+      co_return badRequest("invalid-request", "snapshots is all or refs");
+    }
+    refs = mode->second == "refs";
+  }
+  auto loaded = co_await loadTable(r, t);
+  if (!loaded) {
+    if (req.method == "HEAD" && loaded.error().status == 404) {
+      ServerResponse missing;
+      missing.status = 404;
+      co_return missing;
+    }
+    co_return error(loaded.error());
+  }
+  if (req.method == "HEAD") co_return noContent();
+  const std::string etag = etagOf(*loaded->metadata, refs);
+  if (const std::string* inm = req.header("If-None-Match")) {
+    if (*inm == "*" || inm->find(etag) != std::string::npos) {
+      ServerResponse notModified;
+      notModified.status = 304;
+      notModified.headers.push_back({"ETag", etag});
+      co_return notModified;
+    }
+  }
+  co_return tableAnswer(*loaded, refs, true);
+}
+
+}  // namespace cairn::catalog
