@@ -387,18 +387,39 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
   meta->sha256 = sha;
   meta->json = serializeTableMetadata(*parsed);
   meta->metadata = std::move(*parsed);
-  const TableCommit commit{metadataLocation, sha,     got->bytes.size(),
-                           std::nullopt,     r.nowMs, r.idempotencyKey};
-  std::string bytes(asChars(got->bytes));
-  auto appended =
-      co_await r.lake.appendTable(*uuid, nullptr, commit, std::move(bytes), meta, r.budget);
-  if (!appended) co_return trouble(appended.error());
-  if (appended->outcome == Appended::Outcome::unknown) {
-    co_return unknownOutcome(what, appended->detail);
+  // The table's log: its first record; or, when a log of this UUID exists (a table dropped from
+  // the lake keeps its log), one more commit naming this file (none when it is the current one).
+  auto lakeNow = co_await r.lake.directory(r.budget);
+  if (!lakeNow) co_return trouble(lakeNow.error());
+  if (auto other = (*lakeNow)->dir.tableOf(*uuid)) {
+    co_return refuse(409, std::string(kAlreadyExists), "already-exists",
+                     what + ": table " + uuid->text() + " is registered as " + displayName(*other));
   }
-  if (appended->outcome == Appended::Outcome::lost) {
-    co_return refuse(409, std::string(kAlreadyExists), "table-log-exists",
-                     what + ": the table " + uuid->text() + " has a log in this lake already");
+  for (std::uint64_t attempt = 0;; ++attempt) {
+    auto existing = co_await r.lake.table(*uuid, r.budget);
+    const TableView* at = nullptr;
+    if (existing) {
+      at = existing->get();
+      if (at->history.current->metadataLocation == metadataLocation) break;
+    } else if (existing.error().code != Errc::missing || existing.error().key != kMissingTable) {
+      co_return trouble(existing.error());
+    }
+    const TableCommit commit{
+        metadataLocation,
+        sha,
+        got->bytes.size(),
+        at ? std::optional<std::string>(at->history.current->metadataLocation) : std::nullopt,
+        r.nowMs,
+        r.idempotencyKey};
+    std::string bytes(asChars(got->bytes));
+    auto appended =
+        co_await r.lake.appendTable(*uuid, at, commit, std::move(bytes), meta, r.budget);
+    if (!appended) co_return trouble(appended.error());
+    if (appended->outcome == Appended::Outcome::committed) break;
+    if (appended->outcome == Appended::Outcome::unknown) {
+      co_return unknownOutcome(what, appended->detail);
+    }
+    if (attempt >= r.maxRebases) co_return contention(what, attempt);
   }
   const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
     if (auto ok = needNamespace(dir, t.ns); !ok) return failureOf(ok);

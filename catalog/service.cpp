@@ -1,6 +1,8 @@
 #include "catalog/service.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <deque>
 #include <set>
 
 #include "catalog/operations.hpp"
@@ -321,25 +323,32 @@ std::optional<Matched> match(const std::vector<std::string>& s) {
   return std::nullopt;
 }
 
-std::string allowed(Route r) {
+// The methods a route serves; a request's method must be one of them exactly.
+std::vector<std::string_view> allowed(Route r) {
   switch (r) {
     case Route::config:
-      return "GET";
+      return {"GET"};
     case Route::namespaces:
     case Route::tables:
-      return "GET, POST";
+      return {"GET", "POST"};
     case Route::namespace_:
-      return "GET, HEAD, DELETE";
+      return {"GET", "HEAD", "DELETE"};
     case Route::properties:
     case Route::registerTable:
     case Route::rename:
     case Route::transactions:
-      return "POST";
+      return {"POST"};
     case Route::table:
-      return "GET, HEAD, POST, DELETE";
+      return {"GET", "HEAD", "POST", "DELETE"};
     default:
-      return "";
+      return {};
   }
+}
+
+std::string joined(const std::vector<std::string_view>& methods) {
+  std::string out;
+  for (auto m : methods) out += (out.empty() ? "" : ", ") + std::string(m);
+  return out;
 }
 
 std::int64_t nowMs() {
@@ -347,6 +356,41 @@ std::int64_t nowMs() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+// Refusals (deterministic 4xx) given to requests with an Idempotency-Key, kept for the
+// advertised lifetime (at most kMaxRefusals): the same key is refused alike again, in this
+// process. A refusal changed nothing, so it is not in any log for another process to find.
+class Refusals {
+ public:
+  static constexpr std::size_t kMaxRefusals = 10'000;
+  const ServerResponse* find(const std::string& key) {
+    expire();
+    auto it = byKey_.find(key);
+    return it == byKey_.end() ? nullptr : &it->second.second;
+  }
+  void add(const std::string& key, const ServerResponse& response) {
+    if (byKey_.count(key)) return;
+    const auto now = std::chrono::steady_clock::now();
+    byKey_.emplace(key, std::pair{now, response});
+    order_.push_back(key);
+    while (order_.size() > kMaxRefusals) {
+      byKey_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+
+ private:
+  void expire() {
+    const auto cutoff =
+        std::chrono::steady_clock::now() - std::chrono::milliseconds(kIdempotencyLifetimeMs);
+    while (!order_.empty() && byKey_.at(order_.front()).first < cutoff) {
+      byKey_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, ServerResponse>> byKey_;
+  std::deque<std::string> order_;
+};
 
 }  // namespace
 
@@ -427,6 +471,8 @@ struct CatalogService::Impl {
   }
 
   asio::awaitable<ServerResponse> serve(const ServerRequest& req, const Matched& m, Caller caller);
+  asio::awaitable<ServerResponse> operate(const ServerRequest& req, const Matched& m, Lake& lake);
+  Refusals refusals;
   asio::awaitable<ServerResponse> namespaces(const ServerRequest& req, const Matched& m,
                                              Request& r);
   asio::awaitable<ServerResponse> oneNamespace(const ServerRequest& req, const Namespace& ns,
@@ -559,18 +605,19 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
     co_return error(403, "ForbiddenException", "wrong-lake",
                     "the token does not grant access to lake \"" + *m.prefix + "\"");
   }
-  const std::string methods = allowed(m.route);
   if (m.route == Route::views) {
     co_return error(406, "UnsupportedOperationException", "views-not-served",
                     "views are not served by this catalog");
   }
-  if (methods.find(req.method) == std::string::npos) {
+  const auto methods = allowed(m.route);
+  if (std::find(methods.begin(), methods.end(), req.method) == methods.end()) {
     ServerResponse r = error(405, "MethodNotAllowedException", "method-not-allowed",
-                             req.method + " is not served on this route");
-    r.headers.push_back({"Allow", methods});
+                             "this route does not serve that method");
+    r.headers.push_back({"Allow", joined(methods)});
     co_return r;
   }
-  const bool mutation = req.method == "POST" || req.method == "DELETE";
+  // Only GET and HEAD read; every other method the route serves changes the lake.
+  const bool mutation = req.method != "GET" && req.method != "HEAD";
   if (mutation && caller.token->role != Role::readWrite) {
     co_return error(403, "ForbiddenException", "read-only-token",
                     "the token may read this lake, not change it");
@@ -581,11 +628,27 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
                     "a commit to several tables cannot be made atomic here: each table has its "
                     "own head (docs/catalog.md); commit each table on its own");
   }
-  if (const std::string* key = req.header("Idempotency-Key")) {
+  const std::string* key = req.header("Idempotency-Key");
+  if (key) {
     if (auto ok = checkIdempotencyKey(*key); !ok) {
       co_return badRequest("invalid-idempotency-key", ok.error().message);
     }
   }
+  if (!mutation || !key) co_return co_await operate(req, m, lake);
+  // A refusal this process gave to the same key is given again (the spec's finalized 4xx); a
+  // success is replayed from the log's record of it, by any process (operations.hpp).
+  const std::string refusalKey = lake.id() + '\n' + *key;
+  if (const ServerResponse* earlier = refusals.find(refusalKey)) co_return *earlier;
+  ServerResponse answer = co_await operate(req, m, lake);
+  if (answer.status == 400 || answer.status == 404 || answer.status == 406 ||
+      answer.status == 409 || answer.status == 422) {
+    refusals.add(refusalKey, answer);
+  }
+  co_return answer;
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::operate(const ServerRequest& req,
+                                                              const Matched& m, Lake& lake) {
   Request r = request(lake, req);
   if (auto ok = co_await ready(lake, r.budget); !ok) co_return error(ok.error());
   if (m.route == Route::namespaces) co_return co_await namespaces(req, m, r);

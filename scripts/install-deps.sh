@@ -4,12 +4,17 @@ set -euo pipefail
 
 # Boost: the headers and Boost.JSON only (libboost1.81-all-dev would pull in OpenMPI).
 # The catalog: Avro C (Iceberg manifests), python3-avro (test manifests written apart),
-# python3-prometheus-client (a real parser of the metrics format); spin: the protocol models.
+# python3-prometheus-client (a real parser of the metrics format), python3-yaml and
+# python3-jsonschema (responses checked against the REST spec's schemas); spin: the protocol
+# models. Node.js 20 and npm (for the iceberg-js client) come with the machine (NodeSource's
+# nodejs package): Debian's npm package would pull in Debian's older nodejs, so they are checked,
+# not installed.
 packages=(
   cmake ninja-build g++ ccache pkg-config python3 clang-format
   libboost1.81-dev libboost-json1.81-dev liburing-dev libssl-dev libsimdjson-dev catch2
   libcli11-dev libpugixml-dev libfmt-dev libspdlog-dev libbenchmark-dev clang-14
   libclang-rt-14-dev spin libavro-dev python3-avro python3-prometheus-client
+  python3-yaml python3-jsonschema
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -23,3 +28,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >&2
 fi
+for tool in node npm; do
+  command -v "$tool" >/dev/null ||
+    echo "install-deps.sh: warning: $tool is missing: the iceberg-js test will fail without it" >&2
+done

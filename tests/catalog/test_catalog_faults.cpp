@@ -1,0 +1,272 @@
+// Table commits through `cairn serve` when the store misbehaves: RGW behind the fault proxy
+// (tests/net/fault_proxy.hpp) drops the answer to the head's conditional PUT, resets before
+// forwarding it, delays it past the client's timeout, or answers 500, 503 or 409 in its place.
+// Each gives the answer docs/design.md §9.1 prescribes: 200 only when the store holds the
+// commit, 409 only for a requirement that failed against a state read, 504 when the outcome is
+// unknown; and a retry with the same Idempotency-Key after a 504 returns the first result.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+
+#include "catalog/log.hpp"
+#include "catalog/log_record.hpp"
+#include "tests/catalog/catalog_test_support.hpp"
+#include "tests/net/fault_proxy.hpp"
+#include "tests/store/s3_test_env.hpp"
+
+using namespace cairn;
+using test::HttpReply;
+using test::ProxyAction;
+using test::ProxyRequest;
+
+namespace {
+
+namespace http = boost::beast::http;
+
+// Faults for the conditional PUTs of table heads (If-Match on a *-current.head that is not the
+// lake log's), one planned action per request, then forwarding.
+class Plan {
+ public:
+  void set(std::deque<ProxyAction> actions, bool failHeadReads = false) {
+    std::lock_guard lock(mutex_);
+    actions_ = std::move(actions);
+    failHeadReads_ = failHeadReads;
+    headPuts_ = 0;
+  }
+  void stopFailingReads() {
+    std::lock_guard lock(mutex_);
+    failHeadReads_ = false;
+  }
+  int headPuts() {
+    std::lock_guard lock(mutex_);
+    return headPuts_;
+  }
+  ProxyAction decide(const ProxyRequest& r, const std::string& lakeHead) {
+    const std::string target(r.target());
+    const bool tableHead = target.find("-current.head") != std::string::npos &&
+                           target.find(lakeHead) == std::string::npos;
+    std::lock_guard lock(mutex_);
+    if (tableHead && r.method() == http::verb::put && r.find("If-Match") != r.end()) {
+      ++headPuts_;
+      if (!actions_.empty()) {
+        ProxyAction a = actions_.front();
+        actions_.pop_front();
+        if (a.kind == ProxyAction::Kind::dropResponse) readAfterPut_ = true;
+        return a;
+      }
+      return {};
+    }
+    if (tableHead && r.method() == http::verb::get && failHeadReads_ && readAfterPut_) {
+      return answer(503, "SlowDown");
+    }
+    return {};
+  }
+  static ProxyAction answer(int status, const std::string& code) {
+    ProxyAction a;
+    a.kind = ProxyAction::Kind::answer;
+    const std::string body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + code +
+                             "</Code><Message>injected</Message></Error>";
+    a.reply =
+        "HTTP/1.1 " + std::to_string(status) + " Injected\r\nContent-Type: application/xml\r\n" +
+        "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    return a;
+  }
+  static ProxyAction of(ProxyAction::Kind kind, std::chrono::milliseconds delay = {}) {
+    ProxyAction a;
+    a.kind = kind;
+    a.delay = delay;
+    return a;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<ProxyAction> actions_;
+  bool failHeadReads_ = false;
+  bool readAfterPut_ = false;
+  int headPuts_ = 0;
+};
+
+struct FaultyCatalog {
+  std::string rgw;
+  Plan plan;
+  std::optional<test::FaultProxy> proxy;
+  std::optional<test::CatalogRig> rig;
+  std::string table = "/v1/prod/namespaces/ns/tables/t";
+
+  explicit FaultyCatalog(std::string rgwUrl) : rgw(std::move(rgwUrl)) {
+    auto url = parseStoreUrl(rgw);
+    REQUIRE(url.ok());
+    const std::string hostPort = url->endpoint.substr(std::string("http://").size());
+    const auto colon = hostPort.rfind(':');
+    const std::string lakeHead = catalog::lakeLogNamespace("prod").compactHex();
+    rig.emplace([&](boost::asio::io_context& io) {
+      proxy.emplace(io.get_executor(), hostPort.substr(0, colon),
+                    static_cast<std::uint16_t>(std::stoi(hostPort.substr(colon + 1))),
+                    [this, lakeHead](const ProxyRequest& r) { return plan.decide(r, lakeHead); });
+      return "s3://" + url->bucket + "/" + url->root + "?endpoint=" + proxy->endpoint() +
+             "&region=" + url->region + "&dialect=rgw&timeout_ms=1000";
+    });
+    REQUIRE(rig->call("POST", "/v1/prod/namespaces", R"({"namespace":["ns"]})").status == 200);
+    const HttpReply created = rig->call(
+        "POST", "/v1/prod/namespaces/ns/tables",
+        R"({"name":"t","schema":{"type":"struct","fields":[{"id":1,"name":"a","type":"int","required":false}]}})");
+    INFO(created.body);
+    REQUIRE(created.status == 200);
+  }
+
+  HttpReply commit(const std::string& key, const std::string& value,
+                   const std::string& requirements = "[]") {
+    return rig->call("POST", table,
+                     R"({"requirements":)" + requirements +
+                         R"(,"updates":[{"action":"set-properties","updates":{"k":")" + value +
+                         R"("}}]})",
+                     {{"Idempotency-Key", key}});
+  }
+  boost::json::object load() {
+    HttpReply r = rig->call("GET", table);
+    REQUIRE(r.status == 200);
+    return r.json().as_object();
+  }
+  std::string property(const std::string& name) {
+    auto props = load().at("metadata").at("properties").as_object();
+    return props.contains(name) ? std::string(props.at(name).as_string()) : std::string();
+  }
+  // The table log's revision, read from RGW directly (not through the proxy or the server).
+  std::uint64_t revision() {
+    const std::string uuid(load().at("metadata").at("table-uuid").as_string());
+    boost::asio::io_context io{1};
+    io::Uring uring{io, 8};
+    auto url = parseStoreUrl(rgw);
+    auto store = openStore(uring, io.get_executor(), *url);
+    REQUIRE(store.ok());
+    auto id = catalog::LogIdentity::make(*Uuid::parse(uuid), rig->config.publisher,
+                                         catalog::tableLogDatabaseId(*Uuid::parse(uuid)));
+    REQUIRE(id.ok());
+    OperationBudget budget;
+    const std::optional<catalog::LogCursor> none;
+    const catalog::RecordSink sink;
+    const std::function<void()> reset;
+    auto read =
+        io::test::runToCompletion(io, catalog::readLog(**store, *id, none, sink, reset, budget));
+    REQUIRE(read.ok());
+    REQUIRE(read->cursor);
+    return read->cursor->revision();
+  }
+};
+
+void checkEnvelope(const HttpReply& r, int status, const std::string& type) {
+  INFO(r.body);
+  CHECK(r.status == status);
+  CHECK(r.header("content-type") == "application/json");
+  CHECK(r.errorField("type") == type);
+  CHECK(r.errorField("code") == std::to_string(status));
+}
+
+}  // namespace
+
+TEST_CASE("catalog faults: every store fault gives a proven answer", "[catalog][rgw]") {
+  auto rgw = test::rgwUrlText();
+  if (!rgw) return;
+  FaultyCatalog c(*rgw);
+  using Kind = ProxyAction::Kind;
+  REQUIRE(c.revision() == 1);
+
+  SECTION("the answer to the head PUT is dropped after it applied: 200, once") {
+    c.plan.set({Plan::of(Kind::dropResponse)});
+    HttpReply r = c.commit("k-drop", "dropped");
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(c.plan.headPuts() == 1);  // settled by reading back, never sent again
+    CHECK(c.property("k") == "dropped");
+    CHECK(c.revision() == 2);
+  }
+  SECTION("the answer dropped, no key, a requirement the commit itself breaks: 200, not 409") {
+    // Rebasing instead of reading back would re-check assert-last-assigned-field-id on the
+    // state the commit made, fail it, and answer 409 for a commit that is in the history.
+    c.plan.set({Plan::of(Kind::dropResponse)});
+    HttpReply r = c.rig->call(
+        "POST", c.table,
+        R"({"requirements":[{"type":"assert-last-assigned-field-id","last-assigned-field-id":1}],)"
+        R"("updates":[{"action":"add-schema","schema":{"type":"struct","schema-id":1,"fields":[)"
+        R"({"id":1,"name":"a","type":"int","required":false},)"
+        R"({"id":2,"name":"b","type":"string","required":false}]}},)"
+        R"({"action":"set-current-schema","schema-id":-1}]})");
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(c.plan.headPuts() == 1);
+    CHECK(c.load().at("metadata").at("last-column-id").as_int64() == 2);
+    CHECK(c.revision() == 2);
+  }
+  SECTION("the connection is reset before the PUT is forwarded: the same PUT again, 200") {
+    c.plan.set({Plan::of(Kind::resetBeforeForward), Plan::of(Kind::resetBeforeForward)});
+    HttpReply r = c.commit("k-reset", "reset");
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(c.plan.headPuts() == 3);
+    CHECK(c.property("k") == "reset");
+    CHECK(c.revision() == 2);
+  }
+  SECTION("the PUT is delayed past the client's timeout and lands late: 200, once") {
+    c.plan.set({Plan::of(Kind::forward, std::chrono::milliseconds(2500))});
+    HttpReply r = c.commit("k-late", "late");
+    INFO(r.body);
+    CHECK(r.status == 200);
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // the late PUT arrives (and fails)
+    CHECK(c.property("k") == "late");
+    CHECK(c.revision() == 2);
+  }
+  SECTION("500 and 503 in the store's place: unanswered, sent again, 200") {
+    c.plan.set({Plan::answer(500, "InternalError"), Plan::answer(503, "SlowDown")});
+    HttpReply r = c.commit("k-5xx", "after-5xx");
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(c.property("k") == "after-5xx");
+    CHECK(c.revision() == 2);
+  }
+  SECTION("409 in the store's place: a lost race, rebased on the head read again, 200") {
+    c.plan.set({Plan::answer(409, "ConditionalRequestConflict")});
+    HttpReply r = c.commit("k-409", "after-409");
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(c.property("k") == "after-409");
+    CHECK(c.revision() == 2);
+  }
+  SECTION(
+      "every PUT unanswered: 504 CommitStateUnknownException, never 409; a retry commits once") {
+    c.plan.set({Plan::answer(503, "SlowDown"), Plan::answer(503, "SlowDown"),
+                Plan::answer(503, "SlowDown")});
+    HttpReply r = c.commit("k-unknown", "unknown");
+    checkEnvelope(r, 504, "CommitStateUnknownException");
+    CHECK(r.errorField("reason") == "commit-state-unknown");
+    CHECK(c.revision() == 1);  // nothing landed
+    HttpReply again = c.commit("k-unknown", "unknown");
+    INFO(again.body);
+    CHECK(again.status == 200);
+    CHECK(c.revision() == 2);
+  }
+  SECTION("the PUT applied, its answer lost, the head unreadable: 504; the retry returns it") {
+    c.plan.set({Plan::of(Kind::dropResponse)}, /*failHeadReads=*/true);
+    HttpReply r = c.commit("k-504", "landed");
+    checkEnvelope(r, 504, "CommitStateUnknownException");
+    c.plan.stopFailingReads();
+    CHECK(c.revision() == 2);  // it did land
+    HttpReply again = c.commit("k-504", "landed");
+    INFO(again.body);
+    REQUIRE(again.status == 200);
+    const std::string location(again.json().at("metadata-location").as_string());
+    CHECK(location == std::string(c.load().at("metadata-location").as_string()));
+    CHECK(c.revision() == 2);  // no second commit
+    CHECK(c.plan.headPuts() == 1);
+  }
+  SECTION("a requirement that fails against the state read: 409, and nothing is sent") {
+    c.plan.set({});
+    HttpReply r = c.commit("k-req", "never",
+                           R"([{"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":7}])");
+    checkEnvelope(r, 409, "CommitFailedException");
+    CHECK(r.errorField("reason") == "requirement-failed");
+    CHECK(c.plan.headPuts() == 0);
+    CHECK(c.revision() == 1);
+  }
+}
