@@ -113,10 +113,12 @@ inline HttpReply httpRequest(std::uint16_t port, const std::string& method,
 // A catalog serving one lake ("prod") over the store at `storeUrl`, on its own thread.
 class CatalogRig {
  public:
-  explicit CatalogRig(const std::string& storeUrl)
-      : CatalogRig([storeUrl](boost::asio::io_context&) { return storeUrl; }) {}
+  // `createLog`: make the lake log (or find it there already) before serving.
+  explicit CatalogRig(const std::string& storeUrl, bool createLog = true)
+      : CatalogRig([storeUrl](boost::asio::io_context&) { return storeUrl; }, createLog) {}
   // `store` runs first, on the rig's io_context (e.g. to start a proxy), and names the store.
-  explicit CatalogRig(const std::function<std::string(boost::asio::io_context&)>& storeFor) {
+  explicit CatalogRig(const std::function<std::string(boost::asio::io_context&)>& storeFor,
+                      bool createLog = true) {
     const std::string storeUrl = storeFor(io);
     auto url = parseStoreUrl(storeUrl);
     REQUIRE(url.ok());
@@ -133,7 +135,7 @@ class CatalogRig {
     REQUIRE(store.ok());
     auto lake = std::make_unique<catalog::Lake>("prod", std::move(*store), *url, config.publisher,
                                                 std::uint64_t{64} << 20);
-    createLakeLog(*lake);
+    if (createLog) createLakeLog(*lake);
     std::vector<std::unique_ptr<catalog::Lake>> lakes;
     lakes.push_back(std::move(lake));
     service = std::make_unique<catalog::CatalogService>(configFile, config, std::move(lakes));
@@ -210,7 +212,8 @@ class CatalogRig {
     io.restart();
     REQUIRE(appended.has_value());
     REQUIRE(appended->ok());
-    REQUIRE((*appended)->outcome == catalog::Appended::Outcome::committed);
+    // Lost: the log was there already (a rig on a store another rig used).
+    REQUIRE((*appended)->outcome != catalog::Appended::Outcome::unknown);
   }
 };
 
