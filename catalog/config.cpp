@@ -84,15 +84,13 @@ class Obj {
 Res<void> readServer(const json::value& v, ServerSettings& s) {
   Obj o(v, "server");
   if (!o.ok()) return bad("server: an object is needed");
-  CAIRN_TRY(
-      o.only({"max-body-bytes", "max-connections", "max-in-flight", "cache-bytes", "commit-rebases",
-              "request-timeout-seconds", "tls-certificate", "tls-private-key"}));
+  CAIRN_TRY(o.only({"max-body-bytes", "max-connections", "max-in-flight", "cache-bytes",
+                    "commit-rebases", "tls-certificate", "tls-private-key"}));
   CAIRN_TRY(o.unsignedInto("max-body-bytes", s.maxBodyBytes, 1024, kMaxTableMetadataBytes));
   CAIRN_TRY(o.unsignedInto("max-connections", s.maxConnections, 1, 100'000));
   CAIRN_TRY(o.unsignedInto("max-in-flight", s.maxInFlight, 1, 100'000));
   CAIRN_TRY(o.unsignedInto("cache-bytes", s.cacheBytes, 0, std::uint64_t{1} << 40));
   CAIRN_TRY(o.unsignedInto("commit-rebases", s.commitRebases, 0, 100));
-  CAIRN_TRY(o.unsignedInto("request-timeout-seconds", s.requestTimeoutSeconds, 1, 3600));
   for (auto [key, field] : {std::pair{"tls-certificate", &s.tlsCertificate},
                             std::pair{"tls-private-key", &s.tlsPrivateKey}}) {
     if (o.find(key)) {
@@ -226,7 +224,6 @@ std::string serializeConfig(const CatalogConfig& c) {
   put("max-in-flight", s.maxInFlight, defaults.maxInFlight);
   put("cache-bytes", s.cacheBytes, defaults.cacheBytes);
   put("commit-rebases", s.commitRebases, defaults.commitRebases);
-  put("request-timeout-seconds", s.requestTimeoutSeconds, defaults.requestTimeoutSeconds);
   if (s.tlsCertificate) server["tls-certificate"] = *s.tlsCertificate;
   if (s.tlsPrivateKey) server["tls-private-key"] = *s.tlsPrivateKey;
   if (!server.empty()) root["server"] = std::move(server);

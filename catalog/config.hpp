@@ -38,12 +38,11 @@ struct LakeEntry {
 
 // Server options with their defaults (docs/catalog.md lists them).
 struct ServerSettings {
-  std::uint64_t maxBodyBytes = 16u << 20;    // request bodies; beyond: 413
-  std::uint64_t maxConnections = 256;        // beyond: 503
-  std::uint64_t maxInFlight = 64;            // requests inside handlers; beyond: 503
-  std::uint64_t cacheBytes = 256u << 20;     // verified table state and metadata kept
-  std::uint64_t commitRebases = 8;           // a commit re-checked on a new head at most this often
-  std::uint64_t requestTimeoutSeconds = 30;  // a request's work on the store
+  std::uint64_t maxBodyBytes = 16u << 20;  // request bodies; beyond: 413
+  std::uint64_t maxConnections = 256;      // beyond: 503
+  std::uint64_t maxInFlight = 64;          // requests inside handlers; beyond: 503
+  std::uint64_t cacheBytes = 256u << 20;   // verified table state and metadata kept
+  std::uint64_t commitRebases = 8;         // a commit re-checked on a new head at most this often
   std::optional<std::string> tlsCertificate;  // PEM files: TLS when both are given
   std::optional<std::string> tlsPrivateKey;
 };

@@ -35,6 +35,14 @@ Failure<CatalogError> contention(const std::string& what, std::uint64_t rebases)
 
 Failure<CatalogError> trouble(const Error& e) { return Failure<CatalogError>{storeTrouble(e)}; }
 
+// A read that failed in a rebase loop: before anything was sent, the store's trouble (503);
+// after a lost race, unknown (504): the request may have landed through a replay of it that
+// another handler served (docs/model/catalog.pml, `reread`).
+Failure<CatalogError> rereadFailed(const std::string& what, std::uint64_t attempt, const Error& e) {
+  if (attempt == 0) return trouble(e);
+  return unknownOutcome(what, "the head could not be read again after a lost race: " + e.message);
+}
+
 // A directory check's failure as Iceberg's answer.
 Failure<CatalogError> answerFor(const Error& e) {
   if (e.code == Errc::missing) {
@@ -61,7 +69,7 @@ asio::awaitable<Outcome<LakeRecord>> changeLake(Request& r, const std::string& w
                                                 const Build& build) {
   for (std::uint64_t attempt = 0;; ++attempt) {
     auto view = co_await r.lake.directory(r.budget);
-    if (!view) co_return trouble(view.error());
+    if (!view) co_return rereadFailed(what, attempt, view.error());
     if (r.idempotencyKey) {
       if (const LakeRecord* first = (*view)->dir.recordFor(*r.idempotencyKey)) co_return *first;
     }
@@ -402,7 +410,7 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
       at = existing->get();
       if (at->history.current->metadataLocation == metadataLocation) break;
     } else if (existing.error().code != Errc::missing || existing.error().key != kMissingTable) {
-      co_return trouble(existing.error());
+      co_return rereadFailed(what, attempt, existing.error());
     }
     const TableCommit commit{
         metadataLocation,
@@ -441,7 +449,7 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
   const std::string what = "commit to " + displayName(t);
   for (std::uint64_t attempt = 0;; ++attempt) {
     auto view = co_await r.lake.directory(r.budget);
-    if (!view) co_return trouble(view.error());
+    if (!view) co_return rereadFailed(what, attempt, view.error());
     auto entry = (*view)->dir.tables.find(t);
     if (entry == (*view)->dir.tables.end()) {
       co_return refuse(404, std::string(kNoSuchTable), "no-such-table",
@@ -449,7 +457,7 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
     }
     const Uuid uuid = entry->second.uuid;
     auto table = co_await r.lake.table(uuid, r.budget);
-    if (!table) co_return trouble(table.error());
+    if (!table) co_return rereadFailed(what, attempt, table.error());
     const TableView& tv = **table;
     if (r.idempotencyKey) {
       if (const TableCommit* first = tv.history.commitFor(*r.idempotencyKey)) {

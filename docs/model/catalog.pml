@@ -1,10 +1,10 @@
 /*
- * catalog.pml: table commits of the stateless catalog service (docs/design.md §9.1), as
- * planned: two requests' handlers at a time in any catalog processes over one table log, with
+ * catalog.pml: table commits of the stateless catalog service (docs/design.md §9.1): two
+ * requests' handlers at a time in any catalog processes over one table log, with
  * requirements, rebasing on a lost CAS, 200 / 409 / 504 answered as docs/design.md §9.1's commit
- * table says, and Idempotency-Key replay. Nothing of this is implemented yet (`cairn serve`
- * and its commit path are not written); README, "Steps and the C++ functions", names the
- * steps. Checked by scripts/check-models.sh.
+ * table says, and Idempotency-Key replay. README, "Steps and the C++ functions", names the
+ * C++ function of each step (catalog/operations.cpp, catalog/log.cpp). Checked by
+ * scripts/check-models.sh.
  *
  * Actors
  *   Client(1)   a commit whose requirement pins the state it read (assert-ref-snapshot-id,
