@@ -149,7 +149,12 @@ class CatalogRig {
     port = server->port();
     thread = std::thread([this] { io.run(); });
   }
-  ~CatalogRig() {
+  ~CatalogRig() { stop(); }
+
+  // Stops the server and the context's thread (once); the context stays, so what else lives
+  // on it (a proxy) can go before the rig does.
+  void stop() {
+    if (!thread.joinable()) return;
     auto done = std::make_shared<std::promise<void>>();
     server->stop([done] { done->set_value(); });
     const bool stopped =

@@ -95,6 +95,13 @@ struct FaultyCatalog {
   std::optional<test::CatalogRig> rig;
   std::string table = "/v1/prod/namespaces/ns/tables/t";
 
+  // The proxy lives on the rig's context: it goes after the rig's thread stopped, before the
+  // context does.
+  ~FaultyCatalog() {
+    if (rig) rig->stop();
+    proxy.reset();
+  }
+
   explicit FaultyCatalog(std::string rgwUrl) : rgw(std::move(rgwUrl)) {
     auto url = parseStoreUrl(rgw);
     REQUIRE(url.ok());
