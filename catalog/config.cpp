@@ -105,6 +105,60 @@ Res<void> readServer(const json::value& v, ServerSettings& s) {
   return {};
 }
 
+Res<void> readDurations(const json::value& v, const std::string& path, CredentialDurations& d) {
+  Obj o(v, path);
+  if (!o.ok()) return bad(path + ": an object of class -> seconds is needed");
+  CAIRN_TRY(o.only({"table-read", "table-write", "result-read", "archive"}));
+  for (auto c : kCredentialClasses) {
+    std::uint64_t seconds = d.of(c);
+    CAIRN_TRY(o.unsignedInto(credentialClassName(c), seconds, kMinCredentialSeconds,
+                             kMaxCredentialSeconds));
+    d.set(c, static_cast<std::uint32_t>(seconds));
+  }
+  return {};
+}
+
+Res<std::string> readPrefix(const Obj& o, std::string_view key, std::string fallback) {
+  if (!o.find(key)) return fallback;
+  auto text = o.string(key);
+  if (!text) return failureOf(text);
+  if (auto ok = checkLakePrefix(*text); !ok) {
+    return bad(o.path() + "." + std::string(key) + ": " + ok.error().message);
+  }
+  return *text;
+}
+
+Res<LakeEntry> readLake(const std::string& id, const json::value& v) {
+  Obj l(v, "lakes." + id);
+  if (!l.ok()) return bad(l.path() + ": an object is needed");
+  CAIRN_TRY(l.only({"store", "sts", "credential-seconds", "results-prefix", "archive-prefix"}));
+  LakeEntry lake;
+  lake.id = id;
+  CAIRN_ASSIGN(lake.store, l.string("store"));
+  auto url = parseStoreUrl(lake.store);
+  if (!url) return bad(l.path() + ".store: " + url.error());
+  if (const json::value* sts = l.find("sts")) {
+    Obj s(*sts, l.path() + ".sts");
+    if (!s.ok()) return bad(s.path() + ": an object is needed");
+    CAIRN_TRY(s.only({"role-arn", "endpoint", "region"}));
+    StsSettings settings;
+    CAIRN_ASSIGN(settings.roleArn, s.string("role-arn"));
+    if (settings.roleArn.empty()) return bad(s.path() + ".role-arn: empty");
+    if (s.find("endpoint")) CAIRN_ASSIGN(settings.endpoint, s.string("endpoint"));
+    if (s.find("region")) CAIRN_ASSIGN(settings.region, s.string("region"));
+    if (url->kind != StoreUrl::Kind::s3) {
+      return bad(s.path() + ": a directory store vends no credentials");
+    }
+    lake.sts = std::move(settings);
+  }
+  if (const json::value* d = l.find("credential-seconds")) {
+    CAIRN_TRY(readDurations(*d, l.path() + ".credential-seconds", lake.durations));
+  }
+  CAIRN_ASSIGN(lake.resultsPrefix, readPrefix(l, "results-prefix", lake.resultsPrefix));
+  CAIRN_ASSIGN(lake.archivePrefix, readPrefix(l, "archive-prefix", lake.archivePrefix));
+  return lake;
+}
+
 Res<TokenEntry> readToken(const json::value& v, std::size_t i) {
   Obj o(v, "tokens[" + std::to_string(i) + "]");
   if (!o.ok()) return bad(o.path() + ": an object is needed");
@@ -173,13 +227,9 @@ Res<CatalogConfig> parseConfig(std::string_view text) {
     for (const auto& kv : lakes->get_object()) {
       const std::string id(kv.key());
       if (auto ok = checkLakeId(id); !ok) return bad("lakes." + id + ": " + ok.error().message);
-      Obj l(kv.value(), "lakes." + id);
-      if (!l.ok()) return bad(l.path() + ": an object is needed");
-      CAIRN_TRY(l.only({"store"}));
-      auto store = l.string("store");
-      if (!store) return failureOf(store);
-      if (auto url = parseStoreUrl(*store); !url) return bad(l.path() + ".store: " + url.error());
-      c.lakes.push_back(LakeEntry{id, *store});
+      auto lake = readLake(id, kv.value());
+      if (!lake) return failureOf(lake);
+      c.lakes.push_back(std::move(*lake));
     }
   }
   if (const json::value* tokens = root.find("tokens")) {
@@ -200,7 +250,26 @@ std::string serializeConfig(const CatalogConfig& c) {
   root["format"] = kConfigFormat;
   root["publisher"] = c.publisher.text();
   json::object lakes;
-  for (const auto& l : c.lakes) lakes[l.id] = json::object{{"store", l.store}};
+  const CredentialDurations defaultDurations;
+  for (const auto& l : c.lakes) {
+    json::object o{{"store", l.store}};
+    if (l.sts) {
+      json::object sts{{"role-arn", l.sts->roleArn}};
+      if (!l.sts->endpoint.empty()) sts["endpoint"] = l.sts->endpoint;
+      if (!l.sts->region.empty()) sts["region"] = l.sts->region;
+      o["sts"] = std::move(sts);
+    }
+    json::object seconds;
+    for (auto cls : kCredentialClasses) {
+      if (l.durations.of(cls) != defaultDurations.of(cls)) {
+        seconds[credentialClassName(cls)] = l.durations.of(cls);
+      }
+    }
+    if (!seconds.empty()) o["credential-seconds"] = std::move(seconds);
+    if (l.resultsPrefix != LakeEntry{}.resultsPrefix) o["results-prefix"] = l.resultsPrefix;
+    if (l.archivePrefix != LakeEntry{}.archivePrefix) o["archive-prefix"] = l.archivePrefix;
+    lakes[l.id] = std::move(o);
+  }
   root["lakes"] = std::move(lakes);
   json::array tokens;
   for (const auto& t : c.tokens) {

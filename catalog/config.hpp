@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/sha256.hpp"
+#include "catalog/credentials.hpp"
 #include "engine/format/error.hpp"
 #include "engine/format/uuid.hpp"
 
@@ -31,9 +32,21 @@ struct TokenEntry {
   std::optional<std::int64_t> expiresUnixSeconds;
 };
 
+// STS for a lake's vended credentials (docs/catalog.md, "Storage credentials").
+struct StsSettings {
+  std::string roleArn;
+  std::string endpoint;  // empty: the store's S3 endpoint (RGW serves STS there)
+  std::string region;    // empty: the store's region
+  friend bool operator==(const StsSettings&, const StsSettings&) = default;
+};
+
 struct LakeEntry {
   std::string id;
-  std::string store;  // a store URL (docs/stores.md); its root is the lake's root
+  std::string store;               // a store URL (docs/stores.md); its root is the lake's root
+  std::optional<StsSettings> sts;  // none: no credentials are vended
+  CredentialDurations durations;
+  std::string resultsPrefix = "results";  // under the lake's root
+  std::string archivePrefix = "archive";  // under the lake's root
 };
 
 // Server options with their defaults (docs/catalog.md lists them).

@@ -29,7 +29,26 @@ void remember(std::map<std::string, Record>& keys,
   }
 }
 
+// "s3a://b/x/" -> "s3://b/x"
+std::string normalLocation(std::string_view l) {
+  std::string out(l);
+  for (const char* alias : {"s3a://", "s3n://"}) {
+    if (out.starts_with(alias)) out = "s3://" + out.substr(6);
+  }
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
 }  // namespace
+
+bool locationsOverlap(std::string_view a, std::string_view b) {
+  const std::string x = normalLocation(a), y = normalLocation(b);
+  if (x == y) return true;
+  const auto inside = [](const std::string& inner, const std::string& outer) {
+    return inner.size() > outer.size() && inner.starts_with(outer) && inner[outer.size()] == '/';
+  };
+  return inside(x, y) || inside(y, x);
+}
 
 Res<void> LakeDirectory::check(const LakeChange& change) const {
   auto needNamespace = [&](const Namespace& ns) -> Res<void> {
@@ -73,6 +92,14 @@ Res<void> LakeDirectory::check(const LakeChange& change) const {
     if (auto ok = needFree(c->table); !ok) return ok;
     if (auto other = tableOf(c->uuid)) {
       return conflict("Table UUID " + c->uuid.text() + " is registered as " + displayName(*other));
+    }
+    for (const auto& [ident, entry] : tables) {
+      if (locationsOverlap(entry.location, c->location)) {
+        return Failure<Error>{Error{Errc::conflict,
+                                    "the location " + c->location + " overlaps table " +
+                                        displayName(ident) + "'s (" + entry.location + ")",
+                                    std::string(kOverlappingLocation)}};
+      }
     }
     return {};
   }

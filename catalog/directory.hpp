@@ -66,6 +66,13 @@ class LakeDirectory {
 // The errors check() gives for something missing carry which kind in Error::key.
 inline constexpr std::string_view kMissingNamespace = "namespace";
 inline constexpr std::string_view kMissingTable = "table";
+// A conflict because a table's location would overlap another's (Error::key).
+inline constexpr std::string_view kOverlappingLocation = "location";
+
+// Whether two table locations overlap: the same, or one inside the other (path components;
+// s3a:// and s3n:// read as s3://). Tables never overlap: a table's files, and the credentials
+// vended for them, must not reach another's.
+bool locationsOverlap(std::string_view a, std::string_view b);
 
 class TableHistory {
  public:

@@ -1,7 +1,10 @@
 #include "catalog/lake.hpp"
 
+#include <boost/asio/this_coro.hpp>
+#include <chrono>
 #include <filesystem>
 
+#include "catalog/sts.hpp"
 #include "engine/store/store_errors.hpp"
 
 namespace cairn::catalog {
@@ -11,6 +14,9 @@ namespace asio = boost::asio;
 namespace {
 
 Failure<Error> damaged(const std::string& what) { return err(Errc::corrupt, what); }
+
+// Credentials kept for reuse, at most (each a few KiB).
+constexpr std::size_t kMaxIssuedCredentials = 10'000;
 
 std::string rootOf(const StoreUrl& url) {
   if (url.kind == StoreUrl::Kind::directory) {
@@ -33,18 +39,147 @@ std::uint64_t footprint(const TableView& v) {
 
 }  // namespace
 
+// Vending's state: the STS client (made at the first request, on its executor) and the
+// credentials handed out, by class and location, reused while more than half their life is left.
+struct Lake::Vending {
+  std::unique_ptr<StsClient> sts;
+  struct Issued {
+    SessionCredentials credentials;
+    std::int64_t issuedAtMs = 0;
+  };
+  std::map<std::pair<CredentialClass, std::string>, Issued> issued;
+};
+
 Lake::Lake(std::string id, std::unique_ptr<ObjectStore> store, const StoreUrl& url, Uuid publisher,
-           std::uint64_t cacheBytes)
+           std::uint64_t cacheBytes, const LakeEntry* access)
     : id_(std::move(id)),
       store_(std::move(store)),
       root_(rootOf(url)),
       publisher_(publisher),
       lakeLog_(*LogIdentity::make(lakeLogNamespace(id_), publisher, lakeLogDatabaseId(id_))),
+      url_(url),
+      vending_(std::make_unique<Vending>()),
       cacheBytes_(cacheBytes) {
   if (url.kind == StoreUrl::Kind::s3) {
     const std::string rest = root_.substr(std::string("s3://").size());
     rootAliases_ = {"s3a://" + rest, "s3n://" + rest};
   }
+  if (access) access_ = *access;
+}
+
+Lake::~Lake() = default;
+
+bool Lake::tableLocationAllowed(std::string_view location) const {
+  std::string_view l = location;
+  while (l.size() > 1 && l.back() == '/') l.remove_suffix(1);
+  if (l == root_) return false;
+  for (const auto& alias : rootAliases_) {
+    if (l == alias) return false;
+  }
+  return keyOf(std::string(l) + "/metadata/x.metadata.json").has_value();
+}
+
+Res<PolicyScope> Lake::scopeOf(const std::string& tableLocation) const {
+  auto key = keyOf(tableLocation);
+  if (!key) return err(Errc::usage, tableLocation + " is not under the lake's root");
+  PolicyScope scope;
+  scope.bucket = url_.bucket;
+  scope.lakeRoot = url_.root;
+  scope.tableLocation = (url_.root.empty() ? "" : url_.root + "/") + *key;
+  while (!scope.tableLocation.empty() && scope.tableLocation.back() == '/') {
+    scope.tableLocation.pop_back();
+  }
+  if (access_) {
+    scope.resultsPrefix = access_->resultsPrefix;
+    scope.archivePrefix = access_->archivePrefix;
+  }
+  return scope;
+}
+
+Res<std::string> Lake::policy(CredentialClass c, const std::string& tableLocation) const {
+  if (url_.kind != StoreUrl::Kind::s3) {
+    return err(Errc::usage, "lake " + id_ + " is on a directory store: no policy applies");
+  }
+  auto scope = scopeOf(tableLocation);
+  if (!scope) return failureOf(scope);
+  return sessionPolicy(c, *scope);
+}
+
+asio::awaitable<Result<std::vector<StorageCredential>, VendRefusal>> Lake::vend(
+    CredentialClass c, std::string tableLocation, std::string refreshPath) {
+  using Kind = VendRefusal::Kind;
+  auto refusal = [](Kind k, std::string why) {
+    return Failure<VendRefusal>{VendRefusal{k, std::move(why)}};
+  };
+  if (url_.kind != StoreUrl::Kind::s3) {
+    co_return refusal(Kind::unavailable,
+                      "lake " + id_ +
+                          " is on a directory store: there are no storage credentials to vend; "
+                          "engines read its files directly");
+  }
+  if (!access_ || !access_->sts) {
+    co_return refusal(Kind::unavailable,
+                      "lake " + id_ +
+                          " has no STS role configured (cairn lake set --sts-role): no "
+                          "credentials are vended, and static keys never are");
+  }
+  auto policyText = policy(c, tableLocation);
+  if (!policyText) co_return refusal(Kind::refused, policyText.error().message);
+  const std::int64_t nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+  const auto cacheKey = std::pair{c, tableLocation};
+  SessionCredentials creds;
+  auto known = vending_->issued.find(cacheKey);
+  if (known != vending_->issued.end() &&
+      nowMs < known->second.credentials.expiresAtMs -
+                  (known->second.credentials.expiresAtMs - known->second.issuedAtMs) / 2) {
+    creds = known->second.credentials;
+  } else {
+    if (!vending_->sts) {
+      StsConfig config;
+      config.endpoint = access_->sts->endpoint.empty() ? url_.endpoint : access_->sts->endpoint;
+      config.region = access_->sts->region.empty() ? url_.region : access_->sts->region;
+      config.roleArn = access_->sts->roleArn;
+      config.caFile = url_.caFile;
+      auto made = StsClient::create(co_await asio::this_coro::executor, config);
+      if (!made) co_return refusal(Kind::sts, made.error());
+      vending_->sts = std::move(*made);
+    }
+    std::string session = "cairn-" + id_ + "-" + std::string(credentialClassName(c));
+    if (session.size() > 64) session.resize(64);
+    const std::uint32_t seconds = access_->durations.of(c);
+    auto got = co_await vending_->sts->assumeRole(*policyText, seconds, session);
+    if (!got) co_return refusal(Kind::sts, got.error());
+    creds = *got;
+    // What expired goes: the map holds only what is still worth handing out.
+    std::erase_if(vending_->issued,
+                  [&](const auto& e) { return e.second.credentials.expiresAtMs <= nowMs; });
+    if (vending_->issued.size() < kMaxIssuedCredentials) {
+      vending_->issued[cacheKey] = Vending::Issued{creds, nowMs};
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> config = {
+      {"s3.access-key-id", creds.accessKeyId},
+      {"s3.secret-access-key", creds.secretAccessKey},
+      {"s3.session-token", creds.sessionToken},
+      {"s3.session-token-expires-at-ms", std::to_string(creds.expiresAtMs)},
+      {"client.region", url_.region},
+      {"s3.endpoint", url_.endpoint},
+      {"s3.path-style-access", url_.virtualHost ? "false" : "true"},
+      {"client.refresh-credentials-endpoint", refreshPath},
+      {"client.refresh-credentials-enabled", "true"},
+  };
+  std::vector<StorageCredential> out;
+  if (c == CredentialClass::resultRead) {
+    out.push_back({root_ + "/" + access_->resultsPrefix, config});
+  } else {
+    out.push_back({tableLocation, config});
+    if (c == CredentialClass::archive) {
+      out.push_back({root_ + "/" + access_->archivePrefix, config});
+    }
+  }
+  co_return out;
 }
 
 Res<LogIdentity> Lake::tableLogIdentity(const Uuid& table) const {

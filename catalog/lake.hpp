@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 
+#include "catalog/config.hpp"
+#include "catalog/credentials.hpp"
 #include "catalog/directory.hpp"
 #include "catalog/log.hpp"
 #include "catalog/table_metadata.hpp"
@@ -44,6 +46,23 @@ struct TableView {
   std::shared_ptr<const LoadedMetadata> metadata;  // the current commit's file
 };
 
+// Credentials for one storage prefix, as a LoadTableResult's `storage-credentials` holds them.
+struct StorageCredential {
+  std::string prefix;
+  std::vector<std::pair<std::string, std::string>> config;
+};
+
+// Why no credentials were vended.
+struct VendRefusal {
+  enum class Kind : std::uint8_t {
+    unavailable,  // the lake vends none (no STS configured, or a directory store)
+    refused,      // this request's policy cannot be made (a location a policy cannot hold)
+    sts,          // STS did not give them (it refused, or did not answer)
+  };
+  Kind kind = Kind::unavailable;
+  std::string reason;
+};
+
 // Why a lake cannot serve (readiness), or nothing.
 struct Readiness {
   bool ready = false;
@@ -53,8 +72,10 @@ struct Readiness {
 class Lake {
  public:
   // `store` is the lake's root; `url` is what it was opened from (for locations).
+  // `access`: the lake's STS settings, credential durations and prefixes (none: no vending).
   Lake(std::string id, std::unique_ptr<ObjectStore> store, const StoreUrl& url, Uuid publisher,
-       std::uint64_t cacheBytes);
+       std::uint64_t cacheBytes, const LakeEntry* access = nullptr);
+  ~Lake();
 
   const std::string& id() const { return id_; }
   ObjectStore& store() { return *store_; }
@@ -104,7 +125,19 @@ class Lake {
 
   std::uint64_t cachedBytes() const { return cacheUsed_; }
 
+  // Credentials of class `c` for the table at `tableLocation` (its location as Iceberg spells
+  // it), from STS with the class's session policy (catalog/credentials.hpp); a set still valid
+  // for more than half its life is handed out again. `refreshPath` is the credentials route of
+  // the table, relative to the catalog's URI.
+  boost::asio::awaitable<Result<std::vector<StorageCredential>, VendRefusal>> vend(
+      CredentialClass c, std::string tableLocation, std::string refreshPath);
+  // The session policy vend() would ask for (for `cairn lake policy` and the docs).
+  Res<std::string> policy(CredentialClass c, const std::string& tableLocation) const;
+  // Whether a location may be a table's: under the root, not the root itself.
+  bool tableLocationAllowed(std::string_view location) const;
+
  private:
+  Res<PolicyScope> scopeOf(const std::string& tableLocation) const;
   void remember(const Uuid& uuid, std::shared_ptr<const TableView> view);
   std::shared_ptr<const TableView> cached(const Uuid& uuid);
 
@@ -124,6 +157,12 @@ class Lake {
     std::uint64_t bytes = 0;
     std::list<std::string>::iterator position;
   };
+  // Vending.
+  StoreUrl url_;
+  std::optional<LakeEntry> access_;
+  struct Vending;
+  std::unique_ptr<Vending> vending_;
+
   std::uint64_t cacheBytes_;
   std::uint64_t cacheUsed_ = 0;
   std::list<std::string> lru_;           // table UUIDs (text), least recently used first

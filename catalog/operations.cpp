@@ -52,6 +52,9 @@ Failure<CatalogError> answerFor(const Error& e) {
     return refuse(404, std::string(kNoSuchTable), "no-such-table", e.message);
   }
   if (e.code == Errc::conflict) {
+    if (e.key == kOverlappingLocation) {
+      return refuse(409, std::string(kAlreadyExists), "location-overlaps", e.message);
+    }
     if (e.message.starts_with("Namespace is not empty")) {
       return refuse(409, std::string(kNotEmpty), "namespace-not-empty", e.message);
     }
@@ -107,10 +110,12 @@ Outcome<void> needNamespace(const LakeDirectory& dir, const Namespace& ns) {
 
 // Where a table's metadata files go, under the lake's root (else 400).
 Outcome<void> needLocationInLake(const Lake& lake, const std::string& location) {
-  if (!lake.keyOf(location + "/metadata/" + metadataFileName(1, Uuid::random()))) {
+  if (!lake.tableLocationAllowed(location)) {
     return refuse(400, std::string(kBadRequest), "location-outside-lake",
-                  "the table location " + location + " is not under the lake's root " +
-                      lake.rootLocation() + " (or holds characters an object key cannot)");
+                  "the table location " + location + " is not below the lake's root " +
+                      lake.rootLocation() +
+                      " (the root itself is the catalog's, and a location holds only the "
+                      "characters an object key can)");
   }
   return {};
 }
@@ -481,6 +486,11 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
     if (!applied->changed) co_return LoadedTable{t, uuid, tv.metadata, false};
     const TableMetadata& next = applied->metadata;
     if (auto ok = needLocationInLake(r.lake, next.location); !ok) co_return failureOf(ok);
+    if (next.location != base.location) {
+      co_return refuse(400, std::string(kBadRequest), "location-fixed",
+                       "set-location: a table's location is fixed when it is created (it bounds "
+                       "the credentials vended for it and keeps tables apart)");
+    }
     const std::string file =
         next.location + "/metadata/" + metadataFileName(tv.history.commits + 1, Uuid::random());
     std::string json = serializeTableMetadata(next);

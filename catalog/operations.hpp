@@ -52,6 +52,7 @@ struct Request {
   std::optional<std::string> idempotencyKey;
   std::int64_t nowMs = 0;
   std::uint64_t maxRebases = 8;
+  Role role = Role::read;  // the token's
 };
 
 boost::asio::awaitable<Outcome<std::shared_ptr<const LakeView>>> readLake(Request& r);

@@ -8,6 +8,7 @@
 #include "catalog/operations.hpp"
 #include "catalog/table_create.hpp"
 #include "catalog/table_update.hpp"
+#include "net/sigv4.hpp"
 
 namespace cairn::catalog {
 
@@ -85,13 +86,40 @@ std::string etagOf(const LoadedMetadata& m, bool refs) {
   return "\"" + toHex(m.sha256) + (refs ? "-refs" : "") + "\"";
 }
 
-// LoadTableResult (or CommitTableResponse, which has the same two members first).
-ServerResponse tableAnswer(const LoadedTable& t, bool refs, bool withConfig) {
+// Storage credentials as the spec spells them: [{"prefix", "config": {...}}].
+json::array credentialsJson(const std::vector<StorageCredential>& credentials) {
+  json::array out;
+  for (const auto& c : credentials) {
+    json::object config;
+    for (const auto& [k, v] : c.config) config.emplace(k, json::string(v));
+    out.emplace_back(json::object{{"prefix", c.prefix}, {"config", std::move(config)}});
+  }
+  return out;
+}
+
+// What a request that asked for vended credentials gets: them, or why there are none.
+using Vended = std::variant<std::vector<StorageCredential>, std::string>;
+
+// LoadTableResult (or CommitTableResponse, which has the same two members first). With
+// `vended`, the credentials in `storage-credentials`, or the reason there are none in
+// `config` (`cairn.storage-credentials`).
+ServerResponse tableAnswer(const LoadedTable& t, bool refs, bool withConfig,
+                           const std::optional<Vended>& vended = std::nullopt) {
   std::string body = "{";
   if (!t.staged)
     body += "\"metadata-location\":" + json::serialize(json::string(t.metadata->location)) + ",";
   body += "\"metadata\":" + (refs ? refsOnly(t.metadata->metadata) : t.metadata->json);
-  if (withConfig) body += ",\"config\":{}";
+  if (withConfig) {
+    json::object config;
+    if (vended && std::holds_alternative<std::string>(*vended)) {
+      config["cairn.storage-credentials"] = std::get<std::string>(*vended);
+    }
+    body += ",\"config\":" + json::serialize(config);
+    if (vended && std::holds_alternative<std::vector<StorageCredential>>(*vended)) {
+      body += ",\"storage-credentials\":" +
+              json::serialize(credentialsJson(std::get<std::vector<StorageCredential>>(*vended)));
+    }
+  }
   body += "}";
   ServerResponse r;
   r.body = std::move(body);
@@ -243,6 +271,7 @@ enum class Route {
   tables,
   registerTable,
   table,
+  credentials,
   rename,
   transactions,
   views,
@@ -297,6 +326,10 @@ std::optional<Matched> match(const std::vector<std::string>& s) {
       m.route = Route::table;
       m.table = at(3);
       m.templ = head + "/namespaces/{namespace}/tables/{table}";
+    } else if (n == 5 && at(2) == "tables" && at(4) == "credentials") {
+      m.route = Route::credentials;
+      m.table = at(3);
+      m.templ = head + "/namespaces/{namespace}/tables/{table}/credentials";
     } else if (n >= 3 && at(2) == "views") {
       m.route = Route::views;
       m.templ = head + "/namespaces/{namespace}/views";
@@ -327,6 +360,7 @@ std::optional<Matched> match(const std::vector<std::string>& s) {
 std::vector<std::string_view> allowed(Route r) {
   switch (r) {
     case Route::config:
+    case Route::credentials:
       return {"GET"};
     case Route::namespaces:
     case Route::tables:
@@ -464,14 +498,21 @@ struct CatalogService::Impl {
     co_return Outcome<void>{};
   }
 
-  Request request(Lake& lake, const ServerRequest& req) {
-    Request r{lake, OperationBudget{}, std::nullopt, nowMs(), config.server.commitRebases};
+  Request request(Lake& lake, const ServerRequest& req, Role role) {
+    Request r{lake, OperationBudget{}, std::nullopt, nowMs(), config.server.commitRebases, role};
     if (const std::string* key = req.header("Idempotency-Key")) r.idempotencyKey = *key;
     return r;
   }
 
   asio::awaitable<ServerResponse> serve(const ServerRequest& req, const Matched& m, Caller caller);
-  asio::awaitable<ServerResponse> operate(const ServerRequest& req, const Matched& m, Lake& lake);
+  asio::awaitable<ServerResponse> operate(const ServerRequest& req, const Matched& m,
+                                          const Caller& caller);
+  asio::awaitable<ServerResponse> credentials(const ServerRequest& req, const TableIdent& t,
+                                              Request& r);
+  // With `X-Iceberg-Access-Delegation: vended-credentials`, credentials of the class the
+  // token's role gives (read: table-read, read-write: table-write) for the loaded table.
+  asio::awaitable<std::optional<Vended>> vendFor(const ServerRequest& req, const LoadedTable& t,
+                                                 Request& r);
   Refusals refusals;
   asio::awaitable<ServerResponse> namespaces(const ServerRequest& req, const Matched& m,
                                              Request& r);
@@ -515,6 +556,7 @@ const std::vector<std::string>& CatalogService::endpoints() {
       "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
       "POST /v1/{prefix}/namespaces/{namespace}/register",
       "POST /v1/{prefix}/tables/rename",
+      "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
   };
   return kEndpoints;
 }
@@ -634,12 +676,12 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
       co_return badRequest("invalid-idempotency-key", ok.error().message);
     }
   }
-  if (!mutation || !key) co_return co_await operate(req, m, lake);
+  if (!mutation || !key) co_return co_await operate(req, m, caller);
   // A refusal this process gave to the same key is given again (the spec's finalized 4xx); a
   // success is replayed from the log's record of it, by any process (operations.hpp).
   const std::string refusalKey = lake.id() + '\n' + *key;
   if (const ServerResponse* earlier = refusals.find(refusalKey)) co_return *earlier;
-  ServerResponse answer = co_await operate(req, m, lake);
+  ServerResponse answer = co_await operate(req, m, caller);
   if (answer.status == 400 || answer.status == 404 || answer.status == 406 ||
       answer.status == 409 || answer.status == 422) {
     refusals.add(refusalKey, answer);
@@ -648,8 +690,10 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
 }
 
 asio::awaitable<ServerResponse> CatalogService::Impl::operate(const ServerRequest& req,
-                                                              const Matched& m, Lake& lake) {
-  Request r = request(lake, req);
+                                                              const Matched& m,
+                                                              const Caller& caller) {
+  Lake& lake = *caller.lake;
+  Request r = request(lake, req, caller.token->role);
   if (auto ok = co_await ready(lake, r.budget); !ok) co_return error(ok.error());
   if (m.route == Route::namespaces) co_return co_await namespaces(req, m, r);
   if (m.route == Route::rename) {
@@ -713,13 +757,17 @@ asio::awaitable<ServerResponse> CatalogService::Impl::operate(const ServerReques
       }
       const TableIdent t{*ns, *name};
       auto loaded = co_await registerTable(r, t, *location);
-      co_return loaded ? tableAnswer(*loaded, false, true) : error(loaded.error());
+      if (!loaded) co_return error(loaded.error());
+      auto vended = co_await vendFor(req, *loaded, r);
+      co_return tableAnswer(*loaded, false, true, vended);
     }
-    case Route::table: {
+    case Route::table:
+    case Route::credentials: {
       if (auto ok = checkName(m.table, "table name"); !ok) {
         co_return badRequest("invalid-name", ok.error().message);
       }
       const TableIdent t{*ns, m.table};
+      if (m.route == Route::credentials) co_return co_await credentials(req, t, r);
       co_return co_await oneTable(req, t, r);
     }
     default:
@@ -805,7 +853,10 @@ asio::awaitable<ServerResponse> CatalogService::Impl::tables(const ServerRequest
   auto create = parseCreateTableRequest(*body);
   if (!create) co_return badRequest("invalid-request", create.error().message);
   auto loaded = co_await createTable(r, ns, *create);
-  co_return loaded ? tableAnswer(*loaded, false, true) : error(loaded.error());
+  if (!loaded) co_return error(loaded.error());
+  std::optional<Vended> vended;
+  if (!loaded->staged) vended = co_await vendFor(req, *loaded, r);
+  co_return tableAnswer(*loaded, false, true, vended);
 }
 
 asio::awaitable<ServerResponse> CatalogService::Impl::oneTable(const ServerRequest& req,
@@ -861,7 +912,95 @@ asio::awaitable<ServerResponse> CatalogService::Impl::oneTable(const ServerReque
       co_return notModified;
     }
   }
-  co_return tableAnswer(*loaded, refs, true);
+  auto vended = co_await vendFor(req, *loaded, r);
+  co_return tableAnswer(*loaded, refs, true, vended);
+}
+
+namespace {
+
+// The credentials route of a table, relative to the catalog's URI (its namespace's levels
+// joined by %1F, each part percent-encoded).
+std::string refreshPathOf(const Lake& lake, const TableIdent& t) {
+  std::string ns;
+  for (std::size_t i = 0; i < t.ns.size(); ++i) {
+    if (i > 0) ns += "%1F";
+    ns += net::uriEncode(t.ns[i], true);
+  }
+  return "v1/" + lake.id() + "/namespaces/" + ns + "/tables/" + net::uriEncode(t.name, true) +
+         "/credentials";
+}
+
+bool wantsVended(const ServerRequest& req) {
+  const std::string* header = req.header("X-Iceberg-Access-Delegation");
+  if (!header) return false;
+  std::string_view rest = *header;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == "vended-credentials") return true;
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+asio::awaitable<std::optional<Vended>> CatalogService::Impl::vendFor(const ServerRequest& req,
+                                                                     const LoadedTable& t,
+                                                                     Request& r) {
+  if (!wantsVended(req)) co_return std::nullopt;
+  const CredentialClass c =
+      r.role == Role::readWrite ? CredentialClass::tableWrite : CredentialClass::tableRead;
+  std::string location = t.metadata->metadata.location;
+  std::string refresh = refreshPathOf(r.lake, t.ident);
+  auto vended = co_await r.lake.vend(c, std::move(location), std::move(refresh));
+  if (!vended) co_return Vended{vended.error().reason};
+  co_return Vended{std::move(*vended)};
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::credentials(const ServerRequest& req,
+                                                                  const TableIdent& t, Request& r) {
+  auto query = queryOf(req.query);
+  if (!query) co_return badRequest("invalid-request", "the query string does not decode");
+  CredentialClass c =
+      r.role == Role::readWrite ? CredentialClass::tableWrite : CredentialClass::tableRead;
+  if (auto asked = query->find("class"); asked != query->end()) {
+    auto parsed = parseCredentialClass(asked->second);
+    if (!parsed) {
+      co_return badRequest("invalid-request",
+                           "class is table-read, table-write, result-read or archive");
+    }
+    c = *parsed;
+  }
+  const bool writes = c == CredentialClass::tableWrite || c == CredentialClass::archive;
+  if (writes && r.role != Role::readWrite) {
+    co_return error(403, "ForbiddenException", "class-not-allowed",
+                    "a read token gets only table-read or result-read credentials");
+  }
+  auto loaded = co_await loadTable(r, t);
+  if (!loaded) co_return error(loaded.error());
+  std::string location = loaded->metadata->metadata.location;
+  std::string refresh = refreshPathOf(r.lake, t);
+  if (c != CredentialClass::tableWrite && c != CredentialClass::tableRead) {
+    refresh += "?class=" + std::string(credentialClassName(c));
+  }
+  auto vended = co_await r.lake.vend(c, std::move(location), std::move(refresh));
+  if (!vended) {
+    switch (vended.error().kind) {
+      case VendRefusal::Kind::unavailable:
+        co_return error(406, "UnsupportedOperationException", "no-credentials",
+                        vended.error().reason);
+      case VendRefusal::Kind::refused:
+        co_return error(406, "UnsupportedOperationException", "policy-unavailable",
+                        vended.error().reason);
+      case VendRefusal::Kind::sts:
+        co_return error(503, "ServiceUnavailableException", "sts-unavailable",
+                        vended.error().reason);
+    }
+  }
+  co_return jsonAnswer(200, json::object{{"storage-credentials", credentialsJson(*vended)}});
 }
 
 }  // namespace cairn::catalog

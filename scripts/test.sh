@@ -21,10 +21,12 @@ shared=${CAIRN_SHARED_DIR:-$root/../shared}
   echo "test.sh: $shared/s3/start-rgw.sh not found (the shared directory beside the repository, or CAIRN_SHARED_DIR)" >&2
   exit 1
 }
-# A failed start stops the run here (eval of a failed command substitution would not).
-rgw_env=$(bash "$shared/s3/start-rgw.sh") || { echo "test.sh: the S3 server did not start" >&2; exit 1; }
+# A failed start stops the run here (eval of a failed command substitution would not). STS
+# accepts credentials of 1 s and more, so the catalog's tests can watch vended ones expire.
+rgw_env=$(CAIRN_RGW_STS_MIN_DURATION=1 bash "$shared/s3/start-rgw.sh") ||
+  { echo "test.sh: the S3 server did not start" >&2; exit 1; }
 eval "$rgw_env"
-export S3_ENDPOINT S3_ACCESS_KEY S3_SECRET_KEY S3_REGION S3_BUCKET
+export S3_ENDPOINT S3_ACCESS_KEY S3_SECRET_KEY S3_REGION S3_BUCKET S3_STS_ENDPOINT S3_ROLE_ARN
 export CAIRN_REQUIRE_S3=1
 trap 'bash "$shared/s3/stop-rgw.sh" --purge >/dev/null 2>&1 || true' EXIT
 

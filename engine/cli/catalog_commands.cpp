@@ -36,8 +36,30 @@ struct LakeCreateOptions {
   std::string config;
   std::string store;
   std::string lake;
+  std::string stsRole;
+  std::string stsEndpoint;
+  std::string stsRegion;
   bool json = false;
 };
+
+// --sts-role ARN [--sts-endpoint URL] [--sts-region R]: STS settings for an S3 lake.
+Res<std::optional<StsSettings>> stsOf(const std::string& storeUrl, const std::string& role,
+                                      const std::string& endpoint, const std::string& region) {
+  if (role.empty()) {
+    if (!endpoint.empty() || !region.empty()) {
+      return err(Errc::usage, "--sts-endpoint and --sts-region go with --sts-role");
+    }
+    return std::optional<StsSettings>{};
+  }
+  auto url = parseStoreUrl(storeUrl);
+  if (!url) return err(Errc::usage, "--store: " + url.error());
+  if (url->kind != StoreUrl::Kind::s3) {
+    return err(Errc::usage,
+               "--sts-role: the lake is on a directory store, which vends no "
+               "credentials (engines read its files directly)");
+  }
+  return std::optional<StsSettings>{StsSettings{role, endpoint, region}};
+}
 
 // The lake's log, created (its first record) or found: an existing log must be this lake's,
 // under this configuration's publisher.
@@ -91,6 +113,8 @@ int runLakeCreate(const LakeCreateOptions& o) {
   if (reservedLakeId(o.lake)) {
     return reportJson(o.json, Error{Errc::usage, "\"" + o.lake + "\" is a word of the routes"}, 0);
   }
+  auto sts = stsOf(o.store, o.stsRole, o.stsEndpoint, o.stsRegion);
+  if (!sts) return reportJson(o.json, sts.error(), 0);
   // The publisher UUID: the file's, or a new one for a new file (kept only if all goes well).
   Uuid publisher = Uuid::random();
   if (auto existing = loadConfig(o.config)) {
@@ -118,7 +142,15 @@ int runLakeCreate(const LakeCreateOptions& o) {
         if (c.publisher != publisher) {
           return err(Errc::conflict, o.config + " changed its publisher meanwhile; run it again");
         }
-        if (!c.lake(o.lake)) c.lakes.push_back(LakeEntry{o.lake, o.store});
+        if (!c.lake(o.lake)) {
+          LakeEntry entry{o.lake, o.store};
+          entry.sts = *sts;
+          c.lakes.push_back(std::move(entry));
+        } else if (*sts) {
+          for (auto& l : c.lakes) {
+            if (l.id == o.lake) l.sts = *sts;
+          }
+        }
         return {};
       },
       [&] {
@@ -134,12 +166,123 @@ int runLakeCreate(const LakeCreateOptions& o) {
                   .add("store", o.store)
                   .add("lake_log_namespace", lakeLogNamespace(o.lake).text())
                   .add("publisher", publisher.text())
+                  .add("sts", static_cast<bool>(*sts))
                   .add("created", created)
                   .add("seconds", secondsSince(started)));
   } else {
     std::printf("lake %s %s in %s (lake log %s)\n", o.lake.c_str(), created ? "created" : "found",
                 o.store.c_str(), lakeLogNamespace(o.lake).text().c_str());
   }
+  return 0;
+}
+
+struct LakeSetOptions {
+  std::string config;
+  std::string lake;
+  std::string stsRole;
+  std::string stsEndpoint;
+  std::string stsRegion;
+  bool noSts = false;
+  std::vector<std::string> seconds;  // CLASS=SECONDS
+  std::string resultsPrefix;
+  std::string archivePrefix;
+  bool json = false;
+};
+
+int runLakeSet(const LakeSetOptions& o) {
+  if (o.noSts && !o.stsRole.empty()) {
+    return reportJson(o.json, Error{Errc::usage, "--no-sts and --sts-role exclude each other"}, 0);
+  }
+  auto updated = updateConfig(o.config, [&](CatalogConfig& c) -> Res<void> {
+    LakeEntry* lake = nullptr;
+    for (auto& l : c.lakes) {
+      if (l.id == o.lake) lake = &l;
+    }
+    if (!lake) return err(Errc::usage, "no lake " + o.lake + " in " + o.config);
+    if (o.noSts) lake->sts.reset();
+    if (!o.stsRole.empty()) {
+      auto sts = stsOf(lake->store, o.stsRole, o.stsEndpoint, o.stsRegion);
+      if (!sts) return failureOf(sts);
+      lake->sts = *sts;
+    } else if (!o.stsEndpoint.empty() || !o.stsRegion.empty()) {
+      if (!lake->sts) return err(Errc::usage, "the lake has no STS role: give --sts-role");
+      if (!o.stsEndpoint.empty()) lake->sts->endpoint = o.stsEndpoint;
+      if (!o.stsRegion.empty()) lake->sts->region = o.stsRegion;
+    }
+    for (const auto& setting : o.seconds) {
+      const auto eq = setting.find('=');
+      auto cls = parseCredentialClass(setting.substr(0, eq));
+      if (eq == std::string::npos || !cls) {
+        return err(Errc::usage,
+                   "--credential-seconds is CLASS=SECONDS, CLASS one of table-read, "
+                   "table-write, result-read, archive");
+      }
+      std::uint64_t seconds = 0;
+      try {
+        std::size_t used = 0;
+        seconds = std::stoull(setting.substr(eq + 1), &used);
+        if (used != setting.size() - eq - 1) throw std::invalid_argument("trailing");
+      } catch (const std::exception&) {
+        return err(Errc::usage, "--credential-seconds " + setting + ": not a number");
+      }
+      if (seconds < kMinCredentialSeconds || seconds > kMaxCredentialSeconds) {
+        return err(Errc::usage, "--credential-seconds: " + std::to_string(kMinCredentialSeconds) +
+                                    ".." + std::to_string(kMaxCredentialSeconds));
+      }
+      lake->durations.set(*cls, static_cast<std::uint32_t>(seconds));
+    }
+    for (auto [value, field] : {std::pair{&o.resultsPrefix, &lake->resultsPrefix},
+                                std::pair{&o.archivePrefix, &lake->archivePrefix}}) {
+      if (value->empty()) continue;
+      if (auto ok = checkLakePrefix(*value); !ok) return ok;
+      *field = *value;
+    }
+    return {};
+  });
+  if (!updated) return reportJson(o.json, updated.error(), 0);
+  const LakeEntry* lake = updated->lake(o.lake);
+  if (o.json) {
+    JsonObject seconds;
+    for (auto c : kCredentialClasses) {
+      seconds.add(credentialClassName(c), std::uint64_t{lake->durations.of(c)});
+    }
+    printJson(JsonObject{}
+                  .add("ok", true)
+                  .add("lake", o.lake)
+                  .add("sts", static_cast<bool>(lake->sts))
+                  .add("credential_seconds", std::move(seconds))
+                  .add("results_prefix", lake->resultsPrefix)
+                  .add("archive_prefix", lake->archivePrefix));
+  } else {
+    std::printf("lake %s: %s\n", o.lake.c_str(),
+                lake->sts ? ("STS role " + lake->sts->roleArn).c_str() : "no STS (no credentials)");
+  }
+  return 0;
+}
+
+struct LakePolicyOptions {
+  std::string config;
+  std::string lake;
+  std::string location;
+  std::string cls = "table-read";
+};
+
+// The session policy a class gets for a table location, as the server would ask STS for it.
+int runLakePolicy(const LakePolicyOptions& o) {
+  auto config = loadConfig(o.config);
+  if (!config) return report(config.error());
+  const LakeEntry* entry = config->lake(o.lake);
+  if (!entry) return report(Error{Errc::usage, "no lake " + o.lake + " in " + o.config});
+  auto cls = parseCredentialClass(o.cls);
+  if (!cls)
+    return report(Error{Errc::usage, "--class: table-read, table-write, result-read or archive"});
+  auto url = parseStoreUrl(entry->store);
+  if (!url) return report(Error{Errc::usage, url.error()});
+  // The policy needs only the lake's names, not its store: nothing is opened.
+  Lake lake(o.lake, nullptr, *url, config->publisher, 0, entry);
+  auto policy = lake.policy(*cls, o.location);
+  if (!policy) return report(policy.error());
+  std::printf("%s\n", policy->c_str());
   return 0;
 }
 
@@ -220,7 +363,7 @@ int runServe(const ServeOptions& o) {
       auto store = openStore(uring, executor, *url);
       if (!store) co_return report(Error{Errc::usage, "lake " + l.id + ": " + store.error()});
       lakes.push_back(std::make_unique<Lake>(l.id, std::move(*store), *url, config->publisher,
-                                             config->server.cacheBytes));
+                                             config->server.cacheBytes, &l));
     }
     CatalogService service(o.config, *config, std::move(lakes));
     co_await service.checkReadiness();
@@ -263,9 +406,41 @@ void addCatalogCommands(CLI::App& app, int& exitCode) {
   create->add_option("--store", lakeCreate->store, "the store URL: its root is the lake's root")
       ->required();
   create->add_option("--lake", lakeCreate->lake, "the lake id (a-z, 0-9, '-', '_')")->required();
+  create->add_option("--sts-role", lakeCreate->stsRole,
+                     "vend credentials: the role ARN STS AssumeRole takes (S3 stores)");
+  create->add_option("--sts-endpoint", lakeCreate->stsEndpoint,
+                     "the STS endpoint (default: the store's endpoint, as RGW serves it)");
+  create->add_option("--sts-region", lakeCreate->stsRegion, "STS's region (default: the store's)");
   create->add_flag("--json", lakeCreate->json, "one JSON object on standard output");
   addTimeoutOption(create, kDefaultCommandTimeout);
   create->callback([lakeCreate, &exitCode] { exitCode = runLakeCreate(*lakeCreate); });
+
+  auto lakeSet = std::make_shared<LakeSetOptions>();
+  auto* set = lake->add_subcommand("set", "change a lake's credential settings");
+  set->add_option("--config", lakeSet->config, "the configuration file")->required();
+  set->add_option("--lake", lakeSet->lake, "the lake")->required();
+  set->add_option("--sts-role", lakeSet->stsRole, "vend credentials with this role ARN");
+  set->add_option("--sts-endpoint", lakeSet->stsEndpoint, "the STS endpoint");
+  set->add_option("--sts-region", lakeSet->stsRegion, "STS's region");
+  set->add_flag("--no-sts", lakeSet->noSts, "vend no credentials");
+  set->add_option("--credential-seconds", lakeSet->seconds,
+                  "CLASS=SECONDS: how long a class's credentials last (repeatable)");
+  set->add_option("--results-prefix", lakeSet->resultsPrefix,
+                  "the results prefix result-read reaches (default results)");
+  set->add_option("--archive-prefix", lakeSet->archivePrefix,
+                  "the archive prefix archive writes (default archive)");
+  set->add_flag("--json", lakeSet->json, "one JSON object on standard output");
+  set->callback([lakeSet, &exitCode] { exitCode = runLakeSet(*lakeSet); });
+
+  auto lakePolicy = std::make_shared<LakePolicyOptions>();
+  auto* policy = lake->add_subcommand(
+      "policy", "print the session policy a credential class gets for a table location");
+  policy->add_option("--config", lakePolicy->config, "the configuration file")->required();
+  policy->add_option("--lake", lakePolicy->lake, "the lake")->required();
+  policy->add_option("--table-location", lakePolicy->location, "the table's location")->required();
+  policy->add_option("--class", lakePolicy->cls,
+                     "table-read (default), table-write, result-read or archive");
+  policy->callback([lakePolicy, &exitCode] { exitCode = runLakePolicy(*lakePolicy); });
 
   auto* token = app.add_subcommand("token", "the catalog's bearer tokens");
   token->require_subcommand(1);

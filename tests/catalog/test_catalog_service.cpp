@@ -201,3 +201,38 @@ TEST_CASE("catalog service: a damaged table log is refused, never served", "[cat
   // The lake itself still serves.
   CHECK(cold.call("GET", "/v1/prod/namespaces").status == 200);
 }
+
+TEST_CASE("catalog service: a table's location is fixed, and never overlaps another's",
+          "[catalog]") {
+  CHECK(locationsOverlap("s3://b/lake/t", "s3://b/lake/t/"));
+  CHECK(locationsOverlap("s3://b/lake/t", "s3a://b/lake/t/inner"));
+  CHECK(locationsOverlap("s3n://b/lake/t/inner", "s3://b/lake/t"));
+  CHECK(!locationsOverlap("s3://b/lake/t", "s3://b/lake/t2"));
+  CHECK(!locationsOverlap("s3://b/lake/t2", "s3://b/lake/t"));
+  io::test::TempDir store;
+  const std::string root = "file://" + (store.path() / "lake").string();
+  CatalogRig rig((store.path() / "lake").string());
+  REQUIRE(rig.call("POST", "/v1/prod/namespaces", R"({"namespace":["ns"]})").status == 200);
+  auto create = [&](const std::string& name, const std::string& location) {
+    return rig.call("POST", "/v1/prod/namespaces/ns/tables",
+                    R"({"name":")" + name + R"(","location":")" + location +
+                        R"(","schema":{"type":"struct","fields":[]}})");
+  };
+  REQUIRE(create("a", root + "/data/a").status == 200);
+  HttpReply inner = create("b", root + "/data/a/b");
+  CHECK(inner.status == 409);
+  CHECK(inner.errorField("reason") == "location-overlaps");
+  HttpReply outer = create("c", root + "/data");
+  CHECK(outer.status == 409);
+  CHECK(create("d", root + "/data/a2").status == 200);
+  HttpReply atRoot = create("e", root);
+  CHECK(atRoot.status == 400);
+  CHECK(atRoot.errorField("reason") == "location-outside-lake");
+  HttpReply moved = rig.call(
+      "POST", "/v1/prod/namespaces/ns/tables/a",
+      R"({"requirements":[],"updates":[{"action":"set-location","location":")" + root +
+          R"(/data/z"}]})");
+  INFO(moved.body);
+  CHECK(moved.status == 400);
+  CHECK(moved.errorField("reason") == "location-fixed");
+}

@@ -435,7 +435,9 @@ class Scenario:
                 check(r.json["overrides"].get("prefix") == "alpha",
                       self.what(f"{path}: overrides.prefix is the lake: {r.json}"))
                 endpoints = r.json.get("endpoints", [])
-                check(len(endpoints) == 14, self.what(f"{path}: 14 endpoints: {endpoints}"))
+                check(len(endpoints) == 15 and
+                      "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
+                      in endpoints, self.what(f"{path}: 15 endpoints: {endpoints}"))
                 for e in endpoints:
                     verb, _, route = e.partition(" ")
                     check(verb in ("GET", "HEAD", "POST", "DELETE") and route in spec.paths,
