@@ -228,10 +228,10 @@ TEST_CASE("catalog service: a table's location is fixed, and never overlaps anot
   HttpReply atRoot = create("e", root);
   CHECK(atRoot.status == 400);
   CHECK(atRoot.errorField("reason") == "location-outside-lake");
-  HttpReply moved = rig.call(
-      "POST", "/v1/prod/namespaces/ns/tables/a",
-      R"({"requirements":[],"updates":[{"action":"set-location","location":")" + root +
-          R"(/data/z"}]})");
+  HttpReply moved =
+      rig.call("POST", "/v1/prod/namespaces/ns/tables/a",
+               R"({"requirements":[],"updates":[{"action":"set-location","location":")" + root +
+                   R"(/data/z"}]})");
   INFO(moved.body);
   CHECK(moved.status == 400);
   CHECK(moved.errorField("reason") == "location-fixed");

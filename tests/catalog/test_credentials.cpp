@@ -48,7 +48,8 @@ std::vector<Statement> statementsOf(const std::string& policy) {
   return out;
 }
 
-const std::string kTable = "arn:aws:s3:::lakes/org/prod/tables/0e2b1d4c-6a8f-4c3e-9b1d-2f4a6c8e0a1b";
+const std::string kTable =
+    "arn:aws:s3:::lakes/org/prod/tables/0e2b1d4c-6a8f-4c3e-9b1d-2f4a6c8e0a1b";
 
 }  // namespace
 
@@ -148,8 +149,9 @@ TEST_CASE("STS: answers read, times parsed, errors without secrets", "[catalog][
   CHECK(c->sessionToken == "TOKEN");
   CHECK(c->expiresAtMs == 1796150220000);
   auto refused = parseAssumeRoleResponse(
-      400, "<ErrorResponse><Error><Code>PackedPolicyTooLarge</Code><Message>too big</Message>"
-           "</Error></ErrorResponse>");
+      400,
+      "<ErrorResponse><Error><Code>PackedPolicyTooLarge</Code><Message>too big</Message>"
+      "</Error></ErrorResponse>");
   REQUIRE(!refused.ok());
   CHECK(refused.error().find("PackedPolicyTooLarge") != std::string::npos);
   auto partial = parseAssumeRoleResponse(200, "<AssumeRoleResponse/>");
