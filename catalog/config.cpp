@@ -25,7 +25,6 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::uint64_t kConfigFormat = 1;
-constexpr std::size_t kMaxConfigBytes = 16u << 20;
 
 Failure<Error> bad(const std::string& what) { return err(Errc::usage, "configuration: " + what); }
 
@@ -184,7 +183,29 @@ Res<TokenEntry> readToken(const json::value& v, std::size_t i) {
   return t;
 }
 
+// Whether one path is the other or inside it, by components.
+bool nested(std::string a, std::string b) {
+  while (a.size() > 1 && a.back() == '/') a.pop_back();
+  while (b.size() > 1 && b.back() == '/') b.pop_back();
+  if (a == b) return true;
+  if (a.size() > b.size()) std::swap(a, b);
+  return a.empty() || (b.starts_with(a) && b[a.size()] == '/');
+}
+
 }  // namespace
+
+bool rootsOverlap(std::string_view storeA, std::string_view storeB) {
+  auto a = parseStoreUrl(storeA);
+  auto b = parseStoreUrl(storeB);
+  if (!a || !b || a->kind != b->kind) return false;
+  if (a->kind == StoreUrl::Kind::directory) {
+    std::error_code ec;
+    return nested(std::filesystem::absolute(a->directory, ec).lexically_normal().string(),
+                  std::filesystem::absolute(b->directory, ec).lexically_normal().string());
+  }
+  // One bucket (named alike at one endpoint) with nested roots.
+  return a->endpoint == b->endpoint && a->bucket == b->bucket && nested(a->root, b->root);
+}
 
 std::string_view roleName(Role r) { return r == Role::read ? "read" : "read-write"; }
 
@@ -230,6 +251,16 @@ Res<CatalogConfig> parseConfig(std::string_view text) {
       auto lake = readLake(id, kv.value());
       if (!lake) return failureOf(lake);
       c.lakes.push_back(std::move(*lake));
+    }
+  }
+  // Lakes never share or nest roots: a lake's tables, its credentials' policies and its logs
+  // must not reach into another lake's objects.
+  for (std::size_t i = 0; i < c.lakes.size(); ++i) {
+    for (std::size_t j = i + 1; j < c.lakes.size(); ++j) {
+      if (rootsOverlap(c.lakes[i].store, c.lakes[j].store)) {
+        return bad("lakes " + c.lakes[i].id + " and " + c.lakes[j].id +
+                   " share or nest their roots: a lake's root holds no other lake");
+      }
     }
   }
   if (const json::value* tokens = root.find("tokens")) {
@@ -313,6 +344,10 @@ Res<CatalogConfig> loadConfig(const std::filesystem::path& file) {
   if (!std::filesystem::exists(file, ec)) {
     return Failure<Error>{Error{Errc::missing, file.string() + ": no such file", file.string()}};
   }
+  // The bound before the read: a huge file is refused without being read into memory.
+  const auto size = std::filesystem::file_size(file, ec);
+  if (ec) return err(Errc::io, file.string() + ": " + ec.message());
+  if (size > kMaxConfigBytes) return bad(file.string() + " is over 16 MiB");
   std::ifstream in(file, std::ios::binary);
   if (!in) return err(Errc::io, file.string() + ": cannot be read");
   std::ostringstream text;
@@ -350,9 +385,9 @@ Res<CatalogConfig> updateConfig(const std::filesystem::path& file,
     return err(Errc::usage,
                "the changed configuration would not read back: " + again.error().message);
   }
-  auto written = io::durableReplaceSync(file, asBytes(text));
+  // 0600 from its creation: the file names the lakes, their stores and token hashes.
+  auto written = io::durableReplaceSync(file, asBytes(text), 0600);
   if (!written) return err(Errc::io, file.string() + ": " + written.error().message());
-  if (::chmod(file.c_str(), 0600) != 0) return err(Errc::io, file.string() + ": chmod failed");
   return config;
 }
 

@@ -20,6 +20,9 @@
 
 namespace cairn::catalog {
 
+// The configuration file's size, at most (checked before it is read).
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;
+
 enum class Role : std::uint8_t { read, readWrite };
 std::string_view roleName(Role r);  // "read", "read-write"
 std::optional<Role> parseRole(std::string_view text);
@@ -68,6 +71,10 @@ struct CatalogConfig {
 
   const LakeEntry* lake(std::string_view id) const;
 };
+
+// Whether two lakes' store URLs name the same root or one inside the other (the same bucket at
+// the same endpoint, or the same directory tree).
+bool rootsOverlap(std::string_view storeA, std::string_view storeB);
 
 // A new configuration: a fresh random publisher UUID, nothing else.
 CatalogConfig newConfig();

@@ -1,5 +1,7 @@
 #include "catalog/directory.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <set>
 
 namespace cairn::catalog {
@@ -15,15 +17,16 @@ Failure<Error> conflict(const std::string& what) { return err(Errc::conflict, wh
 template <class Record>
 void remember(std::map<std::string, Record>& keys,
               std::deque<std::pair<std::int64_t, std::string>>& order,
-              const std::optional<std::string>& key, const Record& record) {
+              const std::optional<std::string>& key, const Record& record,
+              std::int64_t readerClockMs) {
   if (key && !keys.count(*key)) {  // the first record with a key is its result
     keys.emplace(*key, record);
     order.emplace_back(record.timeMs, *key);
   }
-  // Keys of records older than the lifetime (measured from this record, the newest) go, and
-  // the oldest beyond the count bound.
-  while (!order.empty() && (order.size() > kIdempotencyMaxKeys ||
-                            order.front().first < record.timeMs - kIdempotencyLifetimeMs)) {
+  // Keys of records older than the lifetime (measured from the earlier of this record, the
+  // newest, and the reader's clock) go, and the oldest beyond the count bound.
+  const std::int64_t horizon = std::min(record.timeMs, readerClockMs) - kIdempotencyLifetimeMs;
+  while (!order.empty() && (order.size() > kIdempotencyMaxKeys || order.front().first < horizon)) {
     keys.erase(order.front().second);
     order.pop_front();
   }
@@ -104,6 +107,42 @@ Res<void> LakeDirectory::check(const LakeChange& change) const {
     return {};
   }
   if (const auto* c = std::get_if<TableDropped>(&change)) return needTable(c->table, c->uuid);
+  if (const auto* c = std::get_if<LeaseTaken>(&change)) {
+    if (!tableOf(c->table))
+      return missing(kMissingTable, "Table " + c->table.text() + " is not in the lake");
+    if (leases.count(c->lease.text())) return conflict("Lease " + c->lease.text() + " exists");
+    if (leases.size() >= kMaxLeases) {
+      return conflict("the lake holds " + std::to_string(kMaxLeases) +
+                      " leases already: release some first");
+    }
+    return {};
+  }
+  if (const auto* c = std::get_if<LeaseReleased>(&change)) {
+    if (!leases.count(c->lease.text())) {
+      return missing(kMissingLease,
+                     "Lease " + c->lease.text() + " is not held (released or expired)");
+    }
+    return {};
+  }
+  if (const auto* c = std::get_if<SnapshotProtected>(&change)) {
+    if (!tableOf(c->table))
+      return missing(kMissingTable, "Table " + c->table.text() + " is not in the lake");
+    if (protectedSnapshots.count({c->table.text(), c->snapshotId})) {
+      return conflict("Snapshot " + std::to_string(c->snapshotId) + " is protected already");
+    }
+    if (protectedSnapshots.size() >= kMaxProtectedSnapshots) {
+      return conflict("the lake protects " + std::to_string(kMaxProtectedSnapshots) +
+                      " snapshots already");
+    }
+    return {};
+  }
+  if (const auto* c = std::get_if<SnapshotUnprotected>(&change)) {
+    if (!protectedSnapshots.count({c->table.text(), c->snapshotId})) {
+      return missing(kMissingSnapshot,
+                     "Snapshot " + std::to_string(c->snapshotId) + " is not protected");
+    }
+    return {};
+  }
   if (const auto* c = std::get_if<TableRenamed>(&change)) {
     if (auto ok = needTable(c->from, c->uuid); !ok) return ok;
     if (auto ok = needNamespace(c->to.ns); !ok) return ok;
@@ -113,7 +152,14 @@ Res<void> LakeDirectory::check(const LakeChange& change) const {
 }
 
 Res<void> LakeDirectory::apply(const LakeRecord& record) {
-  if (auto ok = check(record.change); !ok) return ok;
+  // Leases expired by this record's time go first: the fold depends on the log alone. A
+  // release of a lease that expired meanwhile (checked when the lease was still there) is then
+  // a release of nothing, not a contradiction.
+  std::erase_if(leases, [&](const auto& l) { return l.second.expiresMs <= record.timeMs; });
+  const auto* release = std::get_if<LeaseReleased>(&record.change);
+  if (!release || leases.count(release->lease.text())) {
+    if (auto ok = check(record.change); !ok) return ok;
+  }
   const LakeChange& change = record.change;
   if (const auto* c = std::get_if<LakeCreated>(&change)) {
     lake = c->lake;
@@ -133,9 +179,18 @@ Res<void> LakeDirectory::apply(const LakeRecord& record) {
     TableEntry entry = tables.at(c->from);
     tables.erase(c->from);
     tables.emplace(c->to, std::move(entry));
+  } else if (const auto* c = std::get_if<LeaseTaken>(&change)) {
+    leases.emplace(c->lease.text(),
+                   Lease{c->table, record.timeMs, c->expiresMs, c->snapshotId, c->prefix});
+  } else if (const auto* c = std::get_if<LeaseReleased>(&change)) {
+    leases.erase(c->lease.text());
+  } else if (const auto* c = std::get_if<SnapshotProtected>(&change)) {
+    protectedSnapshots.emplace(c->table.text(), c->snapshotId);
+  } else if (const auto* c = std::get_if<SnapshotUnprotected>(&change)) {
+    protectedSnapshots.erase({c->table.text(), c->snapshotId});
   }
   ++records;
-  remember(keys_, keyOrder_, record.idempotencyKey, record);
+  remember(keys_, keyOrder_, record.idempotencyKey, record, readerClockMs);
   return {};
 }
 
@@ -172,6 +227,24 @@ std::optional<TableIdent> LakeDirectory::tableOf(const Uuid& uuid) const {
   return std::nullopt;
 }
 
+std::vector<std::pair<std::string, Lease>> LakeDirectory::leasesOf(const Uuid& table,
+                                                                   std::int64_t nowMs) const {
+  std::vector<std::pair<std::string, Lease>> out;
+  for (const auto& [id, lease] : leases) {
+    if (lease.table == table && lease.expiresMs > nowMs) out.emplace_back(id, lease);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> LakeDirectory::protectedOf(const Uuid& table) const {
+  std::vector<std::int64_t> out;
+  for (auto it = protectedSnapshots.lower_bound({table.text(), INT64_MIN});
+       it != protectedSnapshots.end() && it->first == table.text(); ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
 const LakeRecord* LakeDirectory::recordFor(const std::string& key) const {
   auto it = keys_.find(key);
   return it == keys_.end() ? nullptr : &it->second;
@@ -189,8 +262,21 @@ Res<void> TableHistory::apply(const TableCommit& commit) {
   if (!first) first = commit;
   current = commit;
   ++commits;
-  remember(keys_, keyOrder_, commit.idempotencyKey, commit);
+  versions.push_back(Version{commit.timeMs, commit.metadataLocation, commit.metadataSha256,
+                             commit.metadataLength});
+  remember(keys_, keyOrder_, commit.idempotencyKey, commit, readerClockMs);
   return {};
+}
+
+std::optional<TableCommit> TableHistory::version(std::uint64_t n) const {
+  if (n < 1 || n > versions.size()) return std::nullopt;
+  const Version& v = versions[n - 1];
+  TableCommit c;
+  c.metadataLocation = v.metadataLocation;
+  c.metadataSha256 = v.metadataSha256;
+  c.metadataLength = v.metadataLength;
+  c.timeMs = v.timeMs;
+  return c;
 }
 
 const TableCommit* TableHistory::commitFor(const std::string& key) const {

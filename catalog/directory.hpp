@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,9 +20,13 @@
 namespace cairn::catalog {
 
 // Which of a log's Idempotency-Keys are kept, each with its first record: those of records
-// accepted within kIdempotencyLifetimeMs of the log's newest (what GET /v1/config advertises
-// as idempotency-key-lifetime), at most kIdempotencyMaxKeys (a table committed to 55 times a
-// second for half an hour). A repeated key among them is answered with the first result.
+// accepted within kIdempotencyLifetimeMs (what GET /v1/config advertises as
+// idempotency-key-lifetime) of the earlier of the log's newest record and the reader's clock
+// (`readerClockMs`), at most kIdempotencyMaxKeys (a table committed to 55 times a second for
+// half an hour). A repeated key among them is answered with the first result. The reader's
+// clock keeps a record from a process whose clock runs ahead from ending the others' keys
+// early (a replay would commit twice); a reader whose clock runs ahead is held back by the
+// records' times. Either way keys are kept longer, never shorter.
 inline constexpr std::int64_t kIdempotencyLifetimeMs = 30 * 60 * 1000;
 inline constexpr std::string_view kIdempotencyLifetime = "PT30M";
 inline constexpr std::size_t kIdempotencyMaxKeys = 100'000;
@@ -31,12 +37,28 @@ struct TableEntry {
   friend bool operator==(const TableEntry&, const TableEntry&) = default;
 };
 
+// A lease as the lake log holds it (LeaseTaken, until released or expired).
+struct Lease {
+  Uuid table;
+  std::int64_t takenMs = 0;
+  std::int64_t expiresMs = 0;
+  std::optional<std::int64_t> snapshotId;
+  std::optional<std::string> prefix;
+  friend bool operator==(const Lease&, const Lease&) = default;
+};
+// Live leases at once, and protected snapshots, in a lake (beyond: 409).
+inline constexpr std::size_t kMaxLeases = 10'000;
+inline constexpr std::size_t kMaxProtectedSnapshots = 100'000;
+
 class LakeDirectory {
  public:
   std::string lake;  // from the log's first record
   std::map<Namespace, Properties> namespaces;
   std::map<TableIdent, TableEntry> tables;
-  std::uint64_t records = 0;  // records folded
+  // Leases by id (text); those expired by the time of a later record are dropped by it.
+  std::map<std::string, Lease> leases;
+  std::set<std::pair<std::string, std::int64_t>> protectedSnapshots;  // (table UUID, snapshot)
+  std::uint64_t records = 0;                                          // records folded
 
   // Whether `change` can be made to this directory: Errc::conflict (a namespace or table
   // that exists, a namespace that is not empty, a table UUID that is registered), Errc::missing
@@ -54,9 +76,14 @@ class LakeDirectory {
   std::vector<TableIdent> tablesIn(const Namespace& ns) const;
   // The table registered under `uuid`, if any.
   std::optional<TableIdent> tableOf(const Uuid& uuid) const;
+  // The leases of a table live at `nowMs`, and its protected snapshots.
+  std::vector<std::pair<std::string, Lease>> leasesOf(const Uuid& table, std::int64_t nowMs) const;
+  std::vector<std::int64_t> protectedOf(const Uuid& table) const;
   // The record a recent request with this Idempotency-Key made.
   const LakeRecord* recordFor(const std::string& key) const;
   std::size_t keysKept() const { return keys_.size(); }
+  // The reader's clock (Unix ms) when it folds records: bounds which keys expire (above).
+  std::int64_t readerClockMs = std::numeric_limits<std::int64_t>::max();
 
  private:
   std::map<std::string, LakeRecord> keys_;
@@ -68,6 +95,8 @@ inline constexpr std::string_view kMissingNamespace = "namespace";
 inline constexpr std::string_view kMissingTable = "table";
 // A conflict because a table's location would overlap another's (Error::key).
 inline constexpr std::string_view kOverlappingLocation = "location";
+inline constexpr std::string_view kMissingLease = "lease";
+inline constexpr std::string_view kMissingSnapshot = "snapshot";
 
 // Whether two table locations overlap: the same, or one inside the other (path components;
 // s3a:// and s3n:// read as s3://). Tables never overlap: a table's files, and the credentials
@@ -79,11 +108,23 @@ class TableHistory {
   std::optional<TableCommit> first;    // the table's creation
   std::optional<TableCommit> current;  // the last commit: the table's metadata now
   std::uint64_t commits = 0;
+  // Every commit, oldest first (version N is versions[N - 1]): what time travel resolves.
+  struct Version {
+    std::int64_t timeMs = 0;
+    std::string metadataLocation;
+    Digest metadataSha256{};
+    std::uint64_t metadataLength = 0;
+  };
+  std::vector<Version> versions;
+  // The commit of version N (1-based) as a TableCommit (what Lake::metadata reads).
+  std::optional<TableCommit> version(std::uint64_t n) const;
 
   // A commit must replace the current file (the first replaces none); else Errc::corrupt.
   Res<void> apply(const TableCommit& commit);
   const TableCommit* commitFor(const std::string& key) const;
   std::size_t keysKept() const { return keys_.size(); }
+  // The reader's clock (Unix ms) when it folds records: bounds which keys expire (above).
+  std::int64_t readerClockMs = std::numeric_limits<std::int64_t>::max();
 
  private:
   std::map<std::string, TableCommit> keys_;

@@ -15,6 +15,12 @@ namespace {
 
 Failure<Error> damaged(const std::string& what) { return err(Errc::corrupt, what); }
 
+std::int64_t wallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Credentials kept for reuse, at most (each a few KiB).
 constexpr std::size_t kMaxIssuedCredentials = 10'000;
 
@@ -34,6 +40,7 @@ std::uint64_t footprint(const TableView& v) {
   std::uint64_t bytes = 4096;
   if (v.metadata) bytes += 4 * v.metadata->json.size();
   bytes += v.history.keysKept() * 512;
+  for (const auto& version : v.history.versions) bytes += 64 + version.metadataLocation.size();
   return bytes;
 }
 
@@ -76,7 +83,9 @@ bool Lake::tableLocationAllowed(std::string_view location) const {
   for (const auto& alias : rootAliases_) {
     if (l == alias) return false;
   }
-  return keyOf(std::string(l) + "/metadata/x.metadata.json").has_value();
+  auto key = keyOf(std::string(l) + "/metadata/x.metadata.json");
+  // Not beside the catalog's own objects: a first component `ns-…` could take a log's key.
+  return key.has_value() && !key->starts_with("ns-");
 }
 
 Res<PolicyScope> Lake::scopeOf(const std::string& tableLocation) const {
@@ -125,9 +134,7 @@ asio::awaitable<Result<std::vector<StorageCredential>, VendRefusal>> Lake::vend(
   }
   auto policyText = policy(c, tableLocation);
   if (!policyText) co_return refusal(Kind::refused, policyText.error().message);
-  const std::int64_t nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
+  const std::int64_t nowMs = wallClockMs();
   const auto cacheKey = std::pair{c, tableLocation};
   SessionCredentials creds;
   auto known = vending_->issued.find(cacheKey);
@@ -233,7 +240,10 @@ asio::awaitable<Res<std::shared_ptr<const LakeView>>> Lake::directory(OperationB
   if (base) from = base->cursor;
   std::optional<LakeDirectory> next;
   const RecordSink sink = [&](std::uint64_t sequence, ByteView payload) -> Res<void> {
-    if (!next) next = base ? base->dir : LakeDirectory{};
+    if (!next) {
+      next = base ? base->dir : LakeDirectory{};
+      next->readerClockMs = wallClockMs();
+    }
     auto record = decodeLakeRecord(payload);
     if (!record) {
       return damaged("the lake log's record " + std::to_string(sequence) +
@@ -245,7 +255,10 @@ asio::awaitable<Res<std::shared_ptr<const LakeView>>> Lake::directory(OperationB
     }
     return {};
   };
-  const std::function<void()> reset = [&] { next = LakeDirectory{}; };
+  const std::function<void()> reset = [&] {
+    next = LakeDirectory{};
+    next->readerClockMs = wallClockMs();
+  };
   auto read = co_await readLog(*store_, lakeLog_, from, sink, reset, budget);
   if (!read) co_return failureOf(read);
   if (read->state == LogRead::State::absent) {
@@ -274,10 +287,12 @@ asio::awaitable<Res<Appended>> Lake::appendLake(const LakeView& view, const Lake
   if (!bytes) co_return failureOf(bytes);
   LogAppend what;
   what.records.push_back(std::move(*bytes));
-  auto appended = co_await appendLog(*store_, lakeLog_, view.cursor, what, budget);
+  const std::optional<LogCursor> at = view.cursor;  // named: not a temporary of the co_await
+  auto appended = co_await appendLog(*store_, lakeLog_, at, what, budget);
   if (!appended) co_return failureOf(appended);
   if (appended->outcome == Appended::Outcome::committed && !appended->cursor->etag.empty()) {
     LakeDirectory dir = view.dir;
+    dir.readerClockMs = wallClockMs();
     if (auto ok = dir.apply(record); ok) {
       auto next = std::make_shared<const LakeView>(LakeView{std::move(dir), *appended->cursor});
       if (!lake_ || next->cursor.revision() >= lake_->cursor.revision()) lake_ = next;
@@ -324,7 +339,10 @@ asio::awaitable<Res<std::shared_ptr<const TableView>>> Lake::table(const Uuid& u
   if (base) from = base->cursor;
   std::optional<TableHistory> next;
   const RecordSink sink = [&](std::uint64_t sequence, ByteView payload) -> Res<void> {
-    if (!next) next = base ? base->history : TableHistory{};
+    if (!next) {
+      next = base ? base->history : TableHistory{};
+      next->readerClockMs = wallClockMs();
+    }
     auto commit = decodeTableCommit(payload);
     if (!commit) {
       return damaged("table " + uuid.text() + ": record " + std::to_string(sequence) +
@@ -335,7 +353,10 @@ asio::awaitable<Res<std::shared_ptr<const TableView>>> Lake::table(const Uuid& u
     }
     return {};
   };
-  const std::function<void()> reset = [&] { next = TableHistory{}; };
+  const std::function<void()> reset = [&] {
+    next = TableHistory{};
+    next->readerClockMs = wallClockMs();
+  };
   auto read = co_await readLog(*store_, *id, from, sink, reset, budget);
   if (!read) co_return failureOf(read);
   if (read->state == LogRead::State::absent) {
@@ -390,6 +411,7 @@ asio::awaitable<Res<Appended>> Lake::appendTable(const Uuid& uuid, const TableVi
   if (!appended) co_return failureOf(appended);
   if (appended->outcome == Appended::Outcome::committed && !appended->cursor->etag.empty()) {
     TableHistory history = at ? at->history : TableHistory{};
+    history.readerClockMs = wallClockMs();
     if (auto ok = history.apply(commit); ok) {
       remember(uuid, std::make_shared<const TableView>(TableView{
                          uuid, *appended->cursor, std::move(history), std::move(loaded)}));

@@ -292,35 +292,37 @@ asio::awaitable<Res<Appended>> appendLog(ObjectStore& store, const LogIdentity& 
   const std::optional<std::string> precondition =
       at ? std::optional<std::string>(at->etag) : std::nullopt;
   bool everUnanswered = false;
+  auto unknown = [&](std::string why) {
+    out.outcome = Appended::Outcome::unknown;
+    out.detail = std::move(why);
+    return out;
+  };
+  auto lost = [&](std::string why) {
+    out.outcome = Appended::Outcome::lost;
+    out.detail = std::move(why);
+    return out;
+  };
   for (int resends = 0;; ++resends) {
     auto put = co_await putHead(store, c.head, precondition, budget);
-    if (!put) co_return failureOf(put);
+    if (!put) {
+      // The budget refused this send: nothing went out now, but an earlier one may still land.
+      if (everUnanswered)
+        co_return unknown("an earlier PUT went unanswered: " + put.error().message);
+      co_return failureOf(put);
+    }
     if (put->outcome == SelectOutcome::selected) co_return committed(put->etag);
     const bool unanswered = put->outcome == SelectOutcome::uncertain;
-    everUnanswered = everUnanswered || unanswered;
-    if (!everUnanswered) {
-      // Every send was answered, and this one refused: nothing of this append was applied. A
-      // lost race (412, 409, RGW's race 500) is lost; the caller re-reads the head to rebase.
-      if (put->outcome == SelectOutcome::failed) {
-        co_return storeError(put->answer, keys::currentHead(id.ns));
-      }
-      out.outcome = Appended::Outcome::lost;
-      out.detail =
-          "the store refused the head: " + std::string(storeStatusName(put->answer.status));
-      co_return out;
+    const bool failed = put->outcome == SelectOutcome::failed;
+    if (!everUnanswered && !unanswered && !failed) {
+      // Every send was answered, and this one refused (412, 409, RGW's race 500): nothing of
+      // this append was applied. The caller re-reads the head to rebase.
+      co_return lost("the store refused the head: " +
+                     std::string(storeStatusName(put->answer.status)));
     }
-    auto unknown = [&](std::string why) {
-      out.outcome = Appended::Outcome::unknown;
-      out.detail = std::move(why);
-      return out;
-    };
-    auto lost = [&](std::string why) {
-      out.outcome = Appended::Outcome::lost;
-      out.detail = std::move(why);
-      return out;
-    };
-    // The head, read back, settles it.
-    // An earlier send went unanswered: the head, read back, settles it.
+    everUnanswered = everUnanswered || unanswered;
+    // Unanswered, or failed (an answer that says nothing was done, or a 2xx without a usable
+    // ETag: applied), or refused after an earlier unanswered send (which may still land): the
+    // head, read back, settles what it can.
     auto seen = co_await observeHead(store, id.ns, budget);
     if (!seen || seen->malformed()) {
       co_return unknown("the head could not be read back: " +
@@ -334,11 +336,18 @@ asio::awaitable<Res<Appended>> appendLog(ObjectStore& store, const LogIdentity& 
         co_return unknown("the head PUT went unanswered " + std::to_string(resends + 1) +
                           " times and the head still shows its predecessor");
       }
-      co_return lost("the store refused the head while it still showed its predecessor");
+      if (failed && !everUnanswered) {
+        // Answered with a failure, and the head unchanged: nothing was selected.
+        co_return storeError(put->answer, keys::currentHead(id.ns));
+      }
+      co_return unknown(
+          "the store refused the head while an earlier, unanswered PUT of it may "
+          "still land");
     }
     if (seen->missing()) co_return unknown("the head is gone");
     const Head& current = *seen->head;
     if (current.fields().revision <= c.head.fields().revision) {
+      // Another head holds this revision: the candidate's precondition can never hold again.
       co_return lost("another head was selected (revision " +
                      std::to_string(current.fields().revision) + ")");
     }

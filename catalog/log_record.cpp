@@ -84,6 +84,7 @@ class Fields {
     if (!s) return failureOf(s);
     return std::optional<std::string>{std::move(*s)};
   }
+  // Any 64-bit integer (a snapshot id may be negative; times are checked apart).
   Res<std::int64_t> int64(std::string_view key) const {
     auto v = need(key);
     if (!v) return failureOf(v);
@@ -219,6 +220,27 @@ struct RuleCheck {
     if (c.uuid.isNil()) return err(Errc::usage, "a table UUID is not nil");
     return {};
   }
+  Res<void> operator()(const LeaseTaken& c) const {
+    if (c.lease.isNil() || c.table.isNil()) return err(Errc::usage, "a lease's UUIDs are not nil");
+    if (c.expiresMs <= 0) return err(Errc::usage, "a lease expires after the epoch");
+    if (!c.snapshotId && !c.prefix) {
+      return err(Errc::usage, "a lease protects a snapshot, a prefix, or both");
+    }
+    if (c.prefix) return checkLocation(*c.prefix, "the lease's prefix");
+    return {};
+  }
+  Res<void> operator()(const LeaseReleased& c) const {
+    if (c.lease.isNil()) return err(Errc::usage, "a lease's UUID is not nil");
+    return {};
+  }
+  Res<void> operator()(const SnapshotProtected& c) const {
+    if (c.table.isNil()) return err(Errc::usage, "a table UUID is not nil");
+    return {};
+  }
+  Res<void> operator()(const SnapshotUnprotected& c) const {
+    if (c.table.isNil()) return err(Errc::usage, "a table UUID is not nil");
+    return {};
+  }
   Res<void> operator()(const TableRenamed& c) const {
     if (auto ok = checkTable(c.from, "source"); !ok) return ok;
     if (auto ok = checkTable(c.to, "destination"); !ok) return ok;
@@ -269,6 +291,28 @@ struct LakeMembers {
     m.emplace("table", tableOf(c.table));
     m.emplace("table-uuid", json::string(c.uuid.text()));
   }
+  void operator()(const LeaseTaken& c) const {
+    m.emplace("type", "lease-taken");
+    m.emplace("lease-id", json::string(c.lease.text()));
+    m.emplace("table-uuid", json::string(c.table.text()));
+    m.emplace("expires-ms", c.expiresMs);
+    if (c.snapshotId) m.emplace("snapshot-id", *c.snapshotId);
+    if (c.prefix) m.emplace("prefix", json::string(*c.prefix));
+  }
+  void operator()(const LeaseReleased& c) const {
+    m.emplace("type", "lease-released");
+    m.emplace("lease-id", json::string(c.lease.text()));
+  }
+  void operator()(const SnapshotProtected& c) const {
+    m.emplace("type", "snapshot-protected");
+    m.emplace("table-uuid", json::string(c.table.text()));
+    m.emplace("snapshot-id", c.snapshotId);
+  }
+  void operator()(const SnapshotUnprotected& c) const {
+    m.emplace("type", "snapshot-unprotected");
+    m.emplace("table-uuid", json::string(c.table.text()));
+    m.emplace("snapshot-id", c.snapshotId);
+  }
   void operator()(const TableRenamed& c) const {
     m.emplace("type", "table-renamed");
     m.emplace("from", tableOf(c.from));
@@ -315,6 +359,29 @@ Res<LakeChange> readLakeChange(const Fields& f, const std::string& type) {
     CAIRN_LR_LET(to, f.table("to"));
     CAIRN_LR_LET(uuid, f.uuid("table-uuid"));
     return LakeChange{TableRenamed{std::move(from), std::move(to), uuid}};
+  }
+  if (type == "lease-taken") {
+    CAIRN_LR_LET(lease, f.uuid("lease-id"));
+    CAIRN_LR_LET(table, f.uuid("table-uuid"));
+    CAIRN_LR_LET(expires, f.int64("expires-ms"));
+    LeaseTaken c{lease, table, expires, std::nullopt, std::nullopt};
+    if (f.find("snapshot-id")) {
+      CAIRN_LR_LET(sid, f.int64("snapshot-id"));
+      c.snapshotId = sid;
+    }
+    CAIRN_LR_LET(prefix, f.optString("prefix"));
+    c.prefix = std::move(prefix);
+    return LakeChange{std::move(c)};
+  }
+  if (type == "lease-released") {
+    CAIRN_LR_LET(lease, f.uuid("lease-id"));
+    return LakeChange{LeaseReleased{lease}};
+  }
+  if (type == "snapshot-protected" || type == "snapshot-unprotected") {
+    CAIRN_LR_LET(table, f.uuid("table-uuid"));
+    CAIRN_LR_LET(sid, f.int64("snapshot-id"));
+    if (type == "snapshot-protected") return LakeChange{SnapshotProtected{table, sid}};
+    return LakeChange{SnapshotUnprotected{table, sid}};
   }
   return bad("unknown type \"" + type + "\"");
 }

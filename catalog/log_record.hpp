@@ -73,8 +73,35 @@ struct TableRenamed {
   friend bool operator==(const TableRenamed&, const TableRenamed&) = default;
 };
 
+// A lease (docs/catalog.md, "Leases"): until it expires or is released, retention and garbage
+// collection keep the snapshot, and the files under the prefix, it names.
+struct LeaseTaken {
+  Uuid lease;
+  Uuid table;
+  std::int64_t expiresMs = 0;
+  std::optional<std::int64_t> snapshotId;
+  std::optional<std::string> prefix;  // a location under the table's
+  friend bool operator==(const LeaseTaken&, const LeaseTaken&) = default;
+};
+struct LeaseReleased {
+  Uuid lease;
+  friend bool operator==(const LeaseReleased&, const LeaseReleased&) = default;
+};
+// A snapshot retention never expires (and garbage collection keeps), until unprotected.
+struct SnapshotProtected {
+  Uuid table;
+  std::int64_t snapshotId = 0;
+  friend bool operator==(const SnapshotProtected&, const SnapshotProtected&) = default;
+};
+struct SnapshotUnprotected {
+  Uuid table;
+  std::int64_t snapshotId = 0;
+  friend bool operator==(const SnapshotUnprotected&, const SnapshotUnprotected&) = default;
+};
+
 using LakeChange = std::variant<LakeCreated, NamespaceCreated, NamespaceUpdated, NamespaceDropped,
-                                TableRegistered, TableDropped, TableRenamed>;
+                                TableRegistered, TableDropped, TableRenamed, LeaseTaken,
+                                LeaseReleased, SnapshotProtected, SnapshotUnprotected>;
 
 struct LakeRecord {
   LakeChange change;

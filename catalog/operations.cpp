@@ -1,6 +1,7 @@
 #include "catalog/operations.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <functional>
 
@@ -46,6 +47,11 @@ Failure<CatalogError> rereadFailed(const std::string& what, std::uint64_t attemp
 // A directory check's failure as Iceberg's answer.
 Failure<CatalogError> answerFor(const Error& e) {
   if (e.code == Errc::missing) {
+    if (e.key == kMissingLease)
+      return refuse(404, "NoSuchLeaseException", "no-such-lease", e.message);
+    if (e.key == kMissingSnapshot) {
+      return refuse(404, "NoSuchSnapshotException", "no-such-snapshot", e.message);
+    }
     if (e.key == kMissingNamespace) {
       return refuse(404, std::string(kNoSuchNamespace), "no-such-namespace", e.message);
     }
@@ -139,7 +145,12 @@ asio::awaitable<Outcome<LoadedTable>> replayCreate(Request& r, const LakeRecord&
   }
   auto view = co_await r.lake.table(reg->uuid, r.budget);
   if (!view) co_return trouble(view.error());
-  auto first = co_await r.lake.metadata(*(*view)->history.first, r.budget);
+  // The version this request made: the table log's commit with its key (a register onto an
+  // existing log), else the table's first.
+  const TableHistory& h = (*view)->history;
+  const TableCommit* made = record.idempotencyKey ? h.commitFor(*record.idempotencyKey) : nullptr;
+  if (!made) made = &*h.first;
+  auto first = co_await r.lake.metadata(*made, r.budget);
   if (!first) co_return trouble(first.error());
   co_return LoadedTable{reg->table, reg->uuid, std::move(*first), false};
 }
@@ -161,12 +172,24 @@ asio::awaitable<Outcome<LoadedTable>> publishNewTable(Request& r, const TableIde
     co_return unknownOutcome(what, appended->detail);
   }
   if (appended->outcome == Appended::Outcome::lost) {
-    co_return refuse(409, std::string(kAlreadyExists), "table-log-exists",
-                     what + ": a table log with UUID " + uuid.text() + " exists already");
+    // A log of this UUID exists. It is this request's own when its first record carries this
+    // request's Idempotency-Key (an earlier attempt, or a replay served meanwhile, made it and
+    // did not register it yet): it is registered now. Otherwise another table has the UUID.
+    auto existing = co_await r.lake.table(uuid, r.budget);
+    if (!existing) co_return rereadFailed(what, 1, existing.error());
+    const auto& first = (*existing)->history.first;
+    if (!r.idempotencyKey || !first || first->idempotencyKey != r.idempotencyKey) {
+      co_return refuse(409, std::string(kAlreadyExists), "table-log-exists",
+                       what + ": a table log with UUID " + uuid.text() + " exists already");
+    }
+    auto own = co_await r.lake.metadata(*first, r.budget);
+    if (!own) co_return trouble(own.error());
+    meta = std::move(*own);
   }
+  const std::string location = meta->metadata.location;
   const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
     if (auto ok = needNamespace(dir, t.ns); !ok) return failureOf(ok);
-    const LakeChange change = TableRegistered{t, uuid, m.location};
+    const LakeChange change = TableRegistered{t, uuid, location};
     if (auto ok = dir.check(change); !ok) return answerFor(ok.error());
     return change;
   };
@@ -323,7 +346,16 @@ asio::awaitable<Outcome<void>> dropNamespace(Request& r, Namespace ns) {
   co_return Outcome<void>{};
 }
 
-asio::awaitable<Outcome<LoadedTable>> loadTable(Request& r, const TableIdent& t) {
+namespace {
+
+struct FoundTable {
+  Uuid uuid;
+  std::shared_ptr<const TableView> view;
+};
+
+// The table `t` names now: its uuid in the lake directory and its folded log (404 when the
+// directory has no such table).
+asio::awaitable<Outcome<FoundTable>> findTable(Request& r, const TableIdent& t) {
   auto view = co_await r.lake.directory(r.budget);
   if (!view) co_return trouble(view.error());
   auto entry = (*view)->dir.tables.find(t);
@@ -331,9 +363,109 @@ asio::awaitable<Outcome<LoadedTable>> loadTable(Request& r, const TableIdent& t)
     co_return refuse(404, std::string(kNoSuchTable), "no-such-table",
                      "Table does not exist: " + displayName(t));
   }
-  auto table = co_await r.lake.table(entry->second.uuid, r.budget);
+  const Uuid uuid = entry->second.uuid;
+  auto table = co_await r.lake.table(uuid, r.budget);
   if (!table) co_return trouble(table.error());
-  co_return LoadedTable{t, entry->second.uuid, (*table)->metadata, false};
+  co_return FoundTable{uuid, std::move(*table)};
+}
+
+}  // namespace
+
+asio::awaitable<Outcome<LoadedTable>> loadTable(Request& r, const TableIdent& t) {
+  auto found = co_await findTable(r, t);
+  if (!found) co_return failureOf(found);
+  co_return LoadedTable{t, found->uuid, found->view->metadata, false};
+}
+
+Outcome<AsOf> parseAsOf(std::string_view text) {
+  auto bad = [&] {
+    return refuse(400, std::string(kBadRequest), "invalid-as-of",
+                  "as-of is version:N, time:MILLISECONDS or snapshot:ID");
+  };
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) return bad();
+  const std::string_view kind = text.substr(0, colon);
+  const std::string_view number = text.substr(colon + 1);
+  AsOf at;
+  if (kind == "version") {
+    at.kind = AsOf::Kind::version;
+  } else if (kind == "time") {
+    at.kind = AsOf::Kind::time;
+  } else if (kind == "snapshot") {
+    at.kind = AsOf::Kind::snapshot;
+  } else {
+    return bad();
+  }
+  // Decimal digits only (a '-' only for a snapshot id, which Iceberg allows to be negative),
+  // within int64: from_chars refuses what does not fit.
+  if (number.empty() || (number[0] == '-' && at.kind != AsOf::Kind::snapshot)) return bad();
+  if (number[0] == '+') return bad();
+  const char* end = number.data() + number.size();
+  auto [stop, ec] = std::from_chars(number.data(), end, at.value);
+  if (ec != std::errc{} || stop != end) return bad();
+  return at;
+}
+
+asio::awaitable<Outcome<LoadedTable>> loadTableAsOf(Request& r, const TableIdent& t,
+                                                    const AsOf& at) {
+  auto table = co_await findTable(r, t);
+  if (!table) co_return failureOf(table);
+  const Uuid uuid = table->uuid;
+  const TableHistory& h = table->view->history;
+  auto noVersion = [&](const std::string& why) {
+    return refuse(404, std::string(kNoSuchTable), "no-such-version",
+                  displayName(t) + " has no version " + why);
+  };
+  auto read = [&](std::uint64_t version) -> asio::awaitable<Outcome<LoadedTable>> {
+    auto commit = h.version(version);
+    auto m = co_await r.lake.metadata(*commit, r.budget);
+    if (!m) co_return trouble(m.error());
+    co_return LoadedTable{t, uuid, std::move(*m), false};
+  };
+  switch (at.kind) {
+    case AsOf::Kind::version:
+      if (at.value < 1 || std::uint64_t(at.value) > h.versions.size()) {
+        co_return noVersion(std::to_string(at.value) + " (it has " +
+                            std::to_string(h.versions.size()) + ")");
+      }
+      co_return co_await read(std::uint64_t(at.value));
+    case AsOf::Kind::time: {
+      std::uint64_t found = 0;
+      for (std::uint64_t i = 0; i < h.versions.size(); ++i) {
+        if (h.versions[i].timeMs <= at.value) found = i + 1;
+      }
+      if (found == 0)
+        co_return noVersion("at " + std::to_string(at.value) + " ms: it was created later");
+      co_return co_await read(found);
+    }
+    case AsOf::Kind::snapshot:
+      break;
+  }
+  // snapshot:ID: a snapshot the current metadata's snapshot log names; then back from the
+  // newest version until one whose current snapshot is ID. The log's times are the snapshots'
+  // (the writers' clocks), not the versions' (the catalog's): they cannot narrow the walk.
+  const TableMetadata& now = table->view->metadata->metadata;
+  if (now.currentSnapshotId == at.value) {
+    co_return LoadedTable{t, uuid, table->view->metadata, false};
+  }
+  const bool logged =
+      std::any_of(now.snapshotLog.begin(), now.snapshotLog.end(),
+                  [&](const SnapshotLogEntry& e) { return e.snapshotId == at.value; });
+  if (!logged) {
+    co_return refuse(404, std::string(kNoSuchTable), "no-such-snapshot",
+                     displayName(t) + ": snapshot " + std::to_string(at.value) +
+                         " was never current (not in the snapshot log)");
+  }
+  const std::uint64_t start = h.versions.size();
+  for (std::uint64_t v = start, reads = 0; v >= 1 && reads < kMaxTimeTravelReads; --v, ++reads) {
+    auto loaded = co_await read(v);
+    if (!loaded) co_return failureOf(loaded);
+    if (loaded->metadata->metadata.currentSnapshotId == at.value) co_return std::move(*loaded);
+  }
+  co_return refuse(404, std::string(kNoSuchTable), "no-such-snapshot",
+                   displayName(t) + ": no version within " + std::to_string(kMaxTimeTravelReads) +
+                       " reads has snapshot " + std::to_string(at.value) +
+                       " current; use version: or time:");
 }
 
 asio::awaitable<Outcome<LoadedTable>> createTable(Request& r, const Namespace& ns,
@@ -362,9 +494,22 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
   if (auto ok = checkName(t.name, "table name"); !ok) {
     co_return refuse(400, std::string(kBadRequest), "invalid-name", ok.error().message);
   }
-  auto before = co_await beforeCreate(r, t, false);
-  if (!before) co_return failureOf(before);
-  if (*before) co_return std::move(**before);
+  // A retry of this request (its key) after the name was taken: the log's commit may still be
+  // missing, so the work goes on below instead of a replay.
+  bool resuming = false;
+  if (r.idempotencyKey) {
+    auto dir = co_await r.lake.directory(r.budget);
+    if (!dir) co_return trouble(dir.error());
+    if (const LakeRecord* first = (*dir)->dir.recordFor(*r.idempotencyKey)) {
+      const auto* reg = std::get_if<TableRegistered>(&first->change);
+      resuming = reg && reg->table == t;
+    }
+  }
+  if (!resuming) {
+    auto before = co_await beforeCreate(r, t, false);
+    if (!before) co_return failureOf(before);
+    if (*before) co_return std::move(**before);
+  }
   auto key = r.lake.keyOf(metadataLocation);
   if (!key) {
     co_return refuse(400, std::string(kBadRequest), "location-outside-lake",
@@ -400,39 +545,11 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
   meta->sha256 = sha;
   meta->json = serializeTableMetadata(*parsed);
   meta->metadata = std::move(*parsed);
-  // The table's log: its first record; or, when a log of this UUID exists (a table dropped from
-  // the lake keeps its log), one more commit naming this file (none when it is the current one).
   auto lakeNow = co_await r.lake.directory(r.budget);
   if (!lakeNow) co_return trouble(lakeNow.error());
-  if (auto other = (*lakeNow)->dir.tableOf(*uuid)) {
+  if (auto other = (*lakeNow)->dir.tableOf(*uuid); other && !(resuming && *other == t)) {
     co_return refuse(409, std::string(kAlreadyExists), "already-exists",
                      what + ": table " + uuid->text() + " is registered as " + displayName(*other));
-  }
-  for (std::uint64_t attempt = 0;; ++attempt) {
-    auto existing = co_await r.lake.table(*uuid, r.budget);
-    const TableView* at = nullptr;
-    if (existing) {
-      at = existing->get();
-      if (at->history.current->metadataLocation == metadataLocation) break;
-    } else if (existing.error().code != Errc::missing || existing.error().key != kMissingTable) {
-      co_return rereadFailed(what, attempt, existing.error());
-    }
-    const TableCommit commit{
-        metadataLocation,
-        sha,
-        got->bytes.size(),
-        at ? std::optional<std::string>(at->history.current->metadataLocation) : std::nullopt,
-        r.nowMs,
-        r.idempotencyKey};
-    std::string bytes(asChars(got->bytes));
-    auto appended =
-        co_await r.lake.appendTable(*uuid, at, commit, std::move(bytes), meta, r.budget);
-    if (!appended) co_return trouble(appended.error());
-    if (appended->outcome == Appended::Outcome::committed) break;
-    if (appended->outcome == Appended::Outcome::unknown) {
-      co_return unknownOutcome(what, appended->detail);
-    }
-    if (attempt >= r.maxRebases) co_return contention(what, attempt);
   }
   const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
     if (auto ok = needNamespace(dir, t.ns); !ok) return failureOf(ok);
@@ -440,8 +557,60 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
     if (auto ok = dir.check(change); !ok) return answerFor(ok.error());
     return change;
   };
-  auto record = co_await changeLake(r, what, build);
-  if (!record) co_return failureOf(record);
+  auto existing = co_await r.lake.table(*uuid, r.budget);
+  if (!existing &&
+      (existing.error().code != Errc::missing || existing.error().key != kMissingTable)) {
+    co_return trouble(existing.error());
+  }
+  if (!existing && resuming) co_return trouble(existing.error());
+  if (!existing) {
+    // A new table log: its first record names the file, then the name goes into the lake log
+    // (as a create does; a log made meanwhile by another request is refused).
+    const TableCommit commit{metadataLocation, sha,     got->bytes.size(),
+                             std::nullopt,     r.nowMs, r.idempotencyKey};
+    std::string bytes(asChars(got->bytes));
+    auto appended =
+        co_await r.lake.appendTable(*uuid, nullptr, commit, std::move(bytes), meta, r.budget);
+    if (!appended) co_return trouble(appended.error());
+    if (appended->outcome == Appended::Outcome::unknown) {
+      co_return unknownOutcome(what, appended->detail);
+    }
+    if (appended->outcome == Appended::Outcome::lost) {
+      co_return refuse(409, std::string(kAlreadyExists), "table-log-exists",
+                       what + ": a log of table " + uuid->text() + " was made meanwhile");
+    }
+    auto record = co_await changeLake(r, what, build);
+    if (!record) co_return failureOf(record);
+    co_return LoadedTable{t, *uuid, std::move(meta), false};
+  }
+  // The log exists (a table dropped from the lake keeps its log): the name and the UUID are
+  // taken in the lake log first, so two registrations of it cannot both change its log; then
+  // the log's next commit names this file (none when it is the current one already).
+  if (!resuming) {
+    auto record = co_await changeLake(r, what, build);
+    if (!record) co_return failureOf(record);
+    const auto* reg = std::get_if<TableRegistered>(&record->change);
+    if (!reg || reg->uuid != *uuid || reg->table != t) co_return co_await replayCreate(r, *record);
+  }
+  for (std::uint64_t attempt = 0;; ++attempt) {
+    auto now = co_await r.lake.table(*uuid, r.budget);
+    if (!now) co_return rereadFailed(what, attempt, now.error());
+    const TableView* at = now->get();
+    if (r.idempotencyKey && at->history.commitFor(*r.idempotencyKey)) break;  // landed already
+    if (at->history.current->metadataLocation == metadataLocation) break;
+    const TableCommit commit{metadataLocation,  sha,
+                             got->bytes.size(), at->history.current->metadataLocation,
+                             r.nowMs,           r.idempotencyKey};
+    std::string bytes(asChars(got->bytes));
+    auto appended =
+        co_await r.lake.appendTable(*uuid, at, commit, std::move(bytes), meta, r.budget);
+    if (!appended) co_return rereadFailed(what, attempt + 1, appended.error());
+    if (appended->outcome == Appended::Outcome::committed) break;
+    if (appended->outcome == Appended::Outcome::unknown) {
+      co_return unknownOutcome(what, appended->detail);
+    }
+    if (attempt >= r.maxRebases) co_return contention(what, attempt);
+  }
   co_return LoadedTable{t, *uuid, std::move(meta), false};
 }
 
@@ -547,6 +716,104 @@ asio::awaitable<Outcome<void>> renameTable(Request& r, const TableIdent& from,
   auto record = co_await changeLake(r, what, build);
   if (!record) co_return failureOf(record);
   if (auto ok = replayed<TableRenamed>(*record); !ok) co_return failureOf(ok);
+  co_return Outcome<void>{};
+}
+
+namespace {
+
+// The table's UUID and location, or 404.
+asio::awaitable<Outcome<std::pair<Uuid, std::string>>> tableIdentity(Request& r,
+                                                                     const TableIdent& t) {
+  auto loaded = co_await loadTable(r, t);
+  if (!loaded) co_return failureOf(loaded);
+  co_return std::pair{loaded->uuid, loaded->metadata->metadata.location};
+}
+
+}  // namespace
+
+asio::awaitable<Outcome<TakenLease>> takeLease(Request& r, const TableIdent& t,
+                                               const LeaseRequest& what) {
+  if (what.ttlSeconds < 1 || what.ttlSeconds > kMaxLeaseSeconds) {
+    co_return refuse(400, std::string(kBadRequest), "invalid-request",
+                     "ttl-seconds is 1.." + std::to_string(kMaxLeaseSeconds));
+  }
+  if (!what.snapshotId && !what.prefix) {
+    co_return refuse(400, std::string(kBadRequest), "invalid-request",
+                     "a lease protects a snapshot-id, a prefix, or both");
+  }
+  auto table = co_await tableIdentity(r, t);
+  if (!table) co_return failureOf(table);
+  const auto& [uuid, location] = *table;
+  if (what.prefix) {
+    if (auto ok = checkLocation(*what.prefix, "prefix"); !ok) {
+      co_return refuse(400, std::string(kBadRequest), "invalid-request", ok.error().message);
+    }
+    if (!locationsOverlap(*what.prefix, location) || what.prefix->size() < location.size()) {
+      co_return refuse(400, std::string(kBadRequest), "prefix-outside-table",
+                       "a lease's prefix lies under the table's location " + location);
+    }
+  }
+  const Uuid lease = Uuid::random();
+  const std::int64_t expires = r.nowMs + what.ttlSeconds * 1000;
+  const std::string what_ = "take a lease on " + displayName(t);
+  const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
+    const LakeChange change = LeaseTaken{lease, uuid, expires, what.snapshotId, what.prefix};
+    if (auto ok = dir.check(change); !ok) return answerFor(ok.error());
+    return change;
+  };
+  auto record = co_await changeLake(r, what_, build);
+  if (!record) co_return failureOf(record);
+  auto taken = replayed<LeaseTaken>(*record);
+  if (!taken) co_return failureOf(taken);
+  co_return TakenLease{taken->lease, Lease{taken->table, record->timeMs, taken->expiresMs,
+                                           taken->snapshotId, taken->prefix}};
+}
+
+asio::awaitable<Outcome<void>> releaseLease(Request& r, const TableIdent& t, const Uuid& lease) {
+  auto table = co_await tableIdentity(r, t);
+  if (!table) co_return failureOf(table);
+  const Uuid uuid = table->first;
+  const std::string what = "release a lease on " + displayName(t);
+  const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
+    auto held = dir.leases.find(lease.text());
+    if (held == dir.leases.end() || held->second.table != uuid ||
+        held->second.expiresMs <= r.nowMs) {
+      return refuse(404, "NoSuchLeaseException", "no-such-lease",
+                    "Lease " + lease.text() + " is not held on " + displayName(t));
+    }
+    return LakeChange{LeaseReleased{lease}};
+  };
+  auto record = co_await changeLake(r, what, build);
+  if (!record) co_return failureOf(record);
+  if (auto ok = replayed<LeaseReleased>(*record); !ok) co_return failureOf(ok);
+  co_return Outcome<void>{};
+}
+
+asio::awaitable<Outcome<void>> protectSnapshot(Request& r, const TableIdent& t,
+                                               std::int64_t snapshotId, bool protect) {
+  auto loaded = co_await loadTable(r, t);
+  if (!loaded) co_return failureOf(loaded);
+  if (protect && !loaded->metadata->metadata.snapshot(snapshotId)) {
+    co_return refuse(404, "NoSuchSnapshotException", "no-such-snapshot",
+                     displayName(t) + " has no snapshot " + std::to_string(snapshotId));
+  }
+  const Uuid uuid = loaded->uuid;
+  const std::string what =
+      std::string(protect ? "protect" : "unprotect") + " a snapshot of " + displayName(t);
+  const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
+    const LakeChange change = protect ? LakeChange{SnapshotProtected{uuid, snapshotId}}
+                                      : LakeChange{SnapshotUnprotected{uuid, snapshotId}};
+    if (auto ok = dir.check(change); !ok) return answerFor(ok.error());
+    return change;
+  };
+  auto record = co_await changeLake(r, what, build);
+  if (!record) co_return failureOf(record);
+  const bool same = protect ? std::holds_alternative<SnapshotProtected>(record->change)
+                            : std::holds_alternative<SnapshotUnprotected>(record->change);
+  if (!same) {
+    co_return refuse(422, "UnprocessableEntityException", "idempotency-key-reused",
+                     "this Idempotency-Key was used by another kind of request");
+  }
   co_return Outcome<void>{};
 }
 

@@ -73,6 +73,24 @@ struct LoadedTable {
 };
 
 boost::asio::awaitable<Outcome<LoadedTable>> loadTable(Request& r, const TableIdent& t);
+
+// Time travel (a cairn extension of the load route, `?as-of=`): the metadata current at a
+// point in the table's history, read from its table log.
+struct AsOf {
+  enum class Kind : std::uint8_t {
+    version,   // version:N, the table log's Nth commit (1 is the creation)
+    time,      // time:MS, the last commit accepted at or before MS (Unix milliseconds)
+    snapshot,  // snapshot:ID, the last version whose current snapshot is ID
+  };
+  Kind kind = Kind::version;
+  std::int64_t value = 0;
+};
+// "version:N", "time:MS" or "snapshot:ID"; 400 otherwise.
+Outcome<AsOf> parseAsOf(std::string_view text);
+// At most this many metadata files are read to find a snapshot's version.
+inline constexpr std::size_t kMaxTimeTravelReads = 64;
+boost::asio::awaitable<Outcome<LoadedTable>> loadTableAsOf(Request& r, const TableIdent& t,
+                                                           const AsOf& at);
 boost::asio::awaitable<Outcome<LoadedTable>> createTable(Request& r, const Namespace& ns,
                                                          const CreateTableRequest& create);
 boost::asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent& t,
@@ -82,6 +100,25 @@ boost::asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const Table
 boost::asio::awaitable<Outcome<void>> dropTable(Request& r, const TableIdent& t);
 boost::asio::awaitable<Outcome<void>> renameTable(Request& r, const TableIdent& from,
                                                   const TableIdent& to);
+
+// Leases and protected snapshots (docs/catalog.md, "Leases"): lake log records.
+inline constexpr std::int64_t kMaxLeaseSeconds = 30 * 86'400;
+struct LeaseRequest {
+  std::int64_t ttlSeconds = 0;  // 1..kMaxLeaseSeconds
+  std::optional<std::int64_t> snapshotId;
+  std::optional<std::string> prefix;  // a location under the table's
+};
+struct TakenLease {
+  Uuid lease;
+  Lease held;
+};
+boost::asio::awaitable<Outcome<TakenLease>> takeLease(Request& r, const TableIdent& t,
+                                                      const LeaseRequest& what);
+boost::asio::awaitable<Outcome<void>> releaseLease(Request& r, const TableIdent& t,
+                                                   const Uuid& lease);
+// protect: the snapshot must be in the table's current metadata.
+boost::asio::awaitable<Outcome<void>> protectSnapshot(Request& r, const TableIdent& t,
+                                                      std::int64_t snapshotId, bool protect);
 
 // The file name of a table's metadata version `version`: Iceberg's NNNNN-UUID.metadata.json.
 std::string metadataFileName(std::uint64_t version, const Uuid& unique);

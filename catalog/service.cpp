@@ -272,6 +272,10 @@ enum class Route {
   registerTable,
   table,
   credentials,
+  leases,              // cairn: a table's leases (GET, POST)
+  lease,               // cairn: one lease (DELETE)
+  protectedSnapshots,  // cairn: a table's protected snapshots (POST)
+  protectedSnapshot,   // cairn: one protected snapshot (DELETE)
   rename,
   transactions,
   views,
@@ -284,6 +288,7 @@ struct Matched {
   std::optional<std::string> prefix;  // the lake named in the path
   std::string ns;                     // the namespace segment, decoded
   std::string table;                  // the table segment, decoded
+  std::string item;                   // a lease's or a snapshot's id, decoded
 };
 
 std::optional<Matched> match(const std::vector<std::string>& s) {
@@ -330,6 +335,19 @@ std::optional<Matched> match(const std::vector<std::string>& s) {
       m.route = Route::credentials;
       m.table = at(3);
       m.templ = head + "/namespaces/{namespace}/tables/{table}/credentials";
+    } else if ((n == 5 || n == 6) && at(2) == "tables" &&
+               (at(4) == "leases" || at(4) == "protected-snapshots")) {
+      const bool leases = at(4) == "leases";
+      m.table = at(3);
+      if (n == 5) {
+        m.route = leases ? Route::leases : Route::protectedSnapshots;
+        m.templ = head + "/namespaces/{namespace}/tables/{table}/" + at(4);
+      } else {
+        m.route = leases ? Route::lease : Route::protectedSnapshot;
+        m.item = at(5);
+        m.templ = head + "/namespaces/{namespace}/tables/{table}/" + at(4) +
+                  (leases ? "/{lease}" : "/{snapshot}");
+      }
     } else if (n >= 3 && at(2) == "views") {
       m.route = Route::views;
       m.templ = head + "/namespaces/{namespace}/views";
@@ -374,6 +392,13 @@ std::vector<std::string_view> allowed(Route r) {
       return {"POST"};
     case Route::table:
       return {"GET", "HEAD", "POST", "DELETE"};
+    case Route::leases:
+      return {"GET", "POST"};
+    case Route::protectedSnapshots:
+      return {"POST"};
+    case Route::lease:
+    case Route::protectedSnapshot:
+      return {"DELETE"};
     default:
       return {};
   }
@@ -509,6 +534,8 @@ struct CatalogService::Impl {
                                           const Caller& caller);
   asio::awaitable<ServerResponse> credentials(const ServerRequest& req, const TableIdent& t,
                                               Request& r);
+  asio::awaitable<ServerResponse> leases(const ServerRequest& req, const Matched& m,
+                                         const TableIdent& t, Request& r);
   // With `X-Iceberg-Access-Delegation: vended-credentials`, credentials of the class the
   // token's role gives (read: table-read, read-write: table-write) for the loaded table.
   asio::awaitable<std::optional<Vended>> vendFor(const ServerRequest& req, const LoadedTable& t,
@@ -762,13 +789,18 @@ asio::awaitable<ServerResponse> CatalogService::Impl::operate(const ServerReques
       co_return tableAnswer(*loaded, false, true, vended);
     }
     case Route::table:
-    case Route::credentials: {
+    case Route::credentials:
+    case Route::leases:
+    case Route::lease:
+    case Route::protectedSnapshots:
+    case Route::protectedSnapshot: {
       if (auto ok = checkName(m.table, "table name"); !ok) {
         co_return badRequest("invalid-name", ok.error().message);
       }
       const TableIdent t{*ns, m.table};
       if (m.route == Route::credentials) co_return co_await credentials(req, t, r);
-      co_return co_await oneTable(req, t, r);
+      if (m.route == Route::table) co_return co_await oneTable(req, t, r);
+      co_return co_await leases(req, m, t, r);
     }
     default:
       co_return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
@@ -893,7 +925,18 @@ asio::awaitable<ServerResponse> CatalogService::Impl::oneTable(const ServerReque
     }
     refs = mode->second == "refs";
   }
-  auto loaded = co_await loadTable(r, t);
+  std::optional<AsOf> asOf;
+  if (auto a = query->find("as-of"); a != query->end() && req.method == "GET") {
+    auto parsed = parseAsOf(a->second);
+    if (!parsed) co_return error(parsed.error());
+    asOf = *parsed;
+  }
+  Outcome<LoadedTable> loaded = refuse(500, "", "", "");
+  if (asOf) {
+    loaded = co_await loadTableAsOf(r, t, *asOf);
+  } else {
+    loaded = co_await loadTable(r, t);
+  }
   if (!loaded) {
     if (req.method == "HEAD" && loaded.error().status == 404) {
       ServerResponse missing;
@@ -958,6 +1001,88 @@ asio::awaitable<std::optional<Vended>> CatalogService::Impl::vendFor(const Serve
   auto vended = co_await r.lake.vend(c, std::move(location), std::move(refresh));
   if (!vended) co_return Vended{vended.error().reason};
   co_return Vended{std::move(*vended)};
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::leases(const ServerRequest& req,
+                                                             const Matched& m, const TableIdent& t,
+                                                             Request& r) {
+  auto parseId = [](const std::string& text) -> std::optional<std::int64_t> {
+    if (text.empty() || text.size() > 20) return std::nullopt;
+    std::size_t used = 0;
+    try {
+      const long long v = std::stoll(text, &used);
+      if (used != text.size()) return std::nullopt;
+      return v;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  };
+  if (m.route == Route::leases && req.method == "GET") {
+    auto loaded = co_await loadTable(r, t);
+    if (!loaded) co_return error(loaded.error());
+    auto view = co_await readLake(r);
+    if (!view) co_return error(view.error());
+    json::array leases;
+    for (const auto& [id, lease] : (*view)->dir.leasesOf(loaded->uuid, r.nowMs)) {
+      json::object o{
+          {"lease-id", id}, {"taken-at-ms", lease.takenMs}, {"expires-at-ms", lease.expiresMs}};
+      if (lease.snapshotId) o["snapshot-id"] = *lease.snapshotId;
+      if (lease.prefix) o["prefix"] = *lease.prefix;
+      leases.push_back(std::move(o));
+    }
+    json::array protectedIds;
+    for (auto id : (*view)->dir.protectedOf(loaded->uuid)) protectedIds.push_back(id);
+    co_return jsonAnswer(200, json::object{{"leases", std::move(leases)},
+                                           {"protected-snapshots", std::move(protectedIds)}});
+  }
+  if (m.route == Route::leases) {
+    auto body = Body::parse(req.body, "lease request");
+    if (!body) co_return error(body.error());
+    if (auto ok = body->only({"ttl-seconds", "snapshot-id", "prefix"}); !ok) {
+      co_return error(ok.error());
+    }
+    LeaseRequest what;
+    const json::value* ttl = body->find("ttl-seconds");
+    if (!ttl || !ttl->is_int64())
+      co_return badRequest("invalid-request", "ttl-seconds: an integer");
+    what.ttlSeconds = ttl->get_int64();
+    if (const json::value* sid = body->find("snapshot-id")) {
+      if (!sid->is_int64()) co_return badRequest("invalid-request", "snapshot-id: an integer");
+      what.snapshotId = sid->get_int64();
+    }
+    if (body->find("prefix")) {
+      auto prefix = body->string("prefix");
+      if (!prefix) co_return error(prefix.error());
+      what.prefix = *prefix;
+    }
+    auto taken = co_await takeLease(r, t, what);
+    if (!taken) co_return error(taken.error());
+    json::object o{{"lease-id", taken->lease.text()},
+                   {"taken-at-ms", taken->held.takenMs},
+                   {"expires-at-ms", taken->held.expiresMs}};
+    if (taken->held.snapshotId) o["snapshot-id"] = *taken->held.snapshotId;
+    if (taken->held.prefix) o["prefix"] = *taken->held.prefix;
+    co_return jsonAnswer(200, o);
+  }
+  if (m.route == Route::lease) {
+    auto lease = Uuid::parse(m.item);
+    if (!lease) co_return badRequest("invalid-request", "a lease id is a UUID");
+    auto done = co_await releaseLease(r, t, *lease);
+    co_return done ? noContent() : error(done.error());
+  }
+  std::optional<std::int64_t> snapshot;
+  if (m.route == Route::protectedSnapshot) {
+    snapshot = parseId(m.item);
+  } else {
+    auto body = Body::parse(req.body, "protect request");
+    if (!body) co_return error(body.error());
+    if (auto ok = body->only({"snapshot-id"}); !ok) co_return error(ok.error());
+    const json::value* sid = body->find("snapshot-id");
+    if (sid && sid->is_int64()) snapshot = sid->get_int64();
+  }
+  if (!snapshot) co_return badRequest("invalid-request", "a snapshot id is an integer");
+  auto done = co_await protectSnapshot(r, t, *snapshot, m.route == Route::protectedSnapshots);
+  co_return done ? noContent() : error(done.error());
 }
 
 asio::awaitable<ServerResponse> CatalogService::Impl::credentials(const ServerRequest& req,

@@ -46,13 +46,13 @@ std::filesystem::path directoryOf(const std::filesystem::path& target) {
 // The temp file of one durable replace: removed on destruction unless renamed into place.
 class TempFile {
  public:
-  static IoResult<TempFile> createBeside(const std::filesystem::path& target) {
+  static IoResult<TempFile> createBeside(const std::filesystem::path& target, mode_t mode = 0644) {
     static std::atomic<std::uint64_t> counter{0};
     const std::string prefix = target.filename().string() + ".tmp." + std::to_string(::getpid());
     std::error_code last = errnoCode(EEXIST);
     for (int i = 0; i < kMaxTempNameAttempts; ++i) {
       auto path = target.parent_path() / (prefix + "." + std::to_string(counter++));
-      auto file = File::open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+      auto file = File::open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
       if (file) return TempFile(std::move(path), std::move(*file));
       last = file.error();
       if (last != std::errc::file_exists) break;
@@ -304,8 +304,9 @@ boost::asio::awaitable<IoResult<void>, boost::asio::any_io_executor> durableRepl
   co_return dir->close();
 }
 
-IoResult<void> durableReplaceSync(const std::filesystem::path& target, ByteView bytes) {
-  auto temp = TempFile::createBeside(target);
+IoResult<void> durableReplaceSync(const std::filesystem::path& target, ByteView bytes,
+                                  mode_t mode) {
+  auto temp = TempFile::createBeside(target, mode);
   if (!temp) return fail(temp.error());
   if (auto written = temp->file().writeAllAt(bytes, 0); !written) return written;
   if (auto synced = temp->file().syncNow(); !synced) return synced;

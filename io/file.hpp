@@ -116,7 +116,9 @@ IoResult<void> syncDirectory(const std::filesystem::path& dir);
 boost::asio::awaitable<IoResult<void>, boost::asio::any_io_executor> durableReplace(
     Uring& ring, std::filesystem::path target, ByteView bytes);
 
-// The same protocol with blocking calls, for command-line setup code.
-IoResult<void> durableReplaceSync(const std::filesystem::path& target, ByteView bytes);
+// The same protocol with blocking calls, for command-line setup code. The file is created
+// with `mode` (less the umask) and never has wider permissions on the way.
+IoResult<void> durableReplaceSync(const std::filesystem::path& target, ByteView bytes,
+                                  mode_t mode = 0644);
 
 }  // namespace cairn::io

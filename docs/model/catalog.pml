@@ -28,8 +28,12 @@
  * Answers (docs/design.md §9.1): 200; 409 CommitFailedException only when a requirement fails
  * against a state the handler read; 504 CommitStateUnknownException when the head cannot be
  * read back or the outcome stays unknown; 503 before anything was sent (the head could not be
- * read) or when the rebase bound is spent (nothing of this request is or can become part of
+ * read) or when the rebase bound is spent (nothing this handler sent is or can become part of
  * the history; docs/design.md §9.1 allows no 409 there).
+ *
+ * A store may refuse a conditional PUT that nothing contradicts: RGW answers 500 to a PUT that
+ * races another on the same key, such as this handler's own earlier PUT still on its way. That
+ * spurious refusal is a fault here (it costs one of MAXFAULT).
  *
  * Mutants, one rule removed each (scripts/check-models.sh expects a counterexample):
  *   MUTANT_409_ON_TIMEOUT      no response to the PUT: 409, no re-read
@@ -40,6 +44,9 @@
  *                              new chain (another process may have committed this request)
  *   MUTANT_NO_RECHECK          rebase without re-checking the requirements on the new head
  *   MUTANT_UNCONDITIONAL       the head PUT carries no If-Match
+ *   MUTANT_REFUSED_IS_LOST     a refusal while the head still shows the predecessor is taken as a
+ *                              lost CAS even after an unanswered send of the same commit (which
+ *                              may still land): rebase or 503 instead of 504
  */
 
 /* scripts/check-models.sh runs a mutant's LTL check with NO_ASSERTS, so that the formula
@@ -86,6 +93,10 @@ byte faults = 0;
 byte commitsOf[NKEYS];    /* commits applied per key */
 bool said200[NKEYS];
 bool said409[NKEYS];
+#define NHANDLERS (2 * (1 + REPLAYS))  /* handler ids: (key - 1) * (1 + REPLAYS) + replay */
+byte cowner[MAXC + 1];    /* ghost: the handler that built it (not its _pid: spin reuses them) */
+bool said503[NHANDLERS];  /* that handler answered 503 */
+bool false503 = false;    /* 503 from a handler whose commit is, or later became, history */
 bool false409 = false;    /* 409 for a request that is, or later became, part of the history */
 bool false200 = false;    /* 200 for a request not in the history (then, or any time later) */
 bool twice = false;       /* a request committed twice */
@@ -124,6 +135,10 @@ inline applyCommit(c) {
   :: cstrict[c] && cpred[c] != cbase[c] -> reqBroken = true
   :: else
   fi;
+  if
+  :: said503[cowner[c]] -> false503 = true
+  :: else
+  fi;
   cur = c;
   /* every request answered 200 is still in the history */
   gk = 1;
@@ -140,7 +155,8 @@ inline applyCommit(c) {
   assert(!twice);      /* a replayed key never commits twice */
   assert(!false409);   /* never 409 for a commit that is or may become part of the history */
   assert(!reqBroken);  /* a commit lands only on a state its requirements accept */
-  assert(!false200)    /* a 200 stays in the history */
+  assert(!false200);   /* a 200 stays in the history */
+  assert(!false503)    /* nothing a handler sent lands after its 503 */
 }
 
 inline say200(k) {
@@ -165,6 +181,20 @@ inline say409(k) {
   assert(!false409)
 }
 
+/* 503: this handler's commits are not in the history (its current one is the newest it built;
+ * an older one is in the chain only if the current one's predecessor reaches it, and the model
+ * checks the key there) and none of them can land later. */
+inline say503() {
+  keyInChain(cur, key, gf);
+  if
+  :: gf -> false503 = true
+  :: else
+  fi;
+  said503[hid] = true;
+  gf = false;
+  assert(!false503)
+}
+
 /* buildCommit: the new metadata file and log record, immutable and create-if-absent. No one
  * reads them before the head names them, so building is part of the step before the PUT. */
 inline buildCommit() {
@@ -175,15 +205,17 @@ inline buildCommit() {
      cpred[c] = h;
      ckey[c] = key;
      cstrict[c] = strict;
-     cbase[c] = vread
+     cbase[c] = vread;
+     cowner[c] = hid
   :: else -> goto done  /* the model's bound: the handler stops, the client times out */
   fi
 }
 
-proctype Handler(byte key; bool strict; byte vread) {
+proctype Handler(byte key; bool strict; byte vread; byte hid) {
   byte h, h2, c, rebases, resends;
   mtype ans;
   bool found;
+  bool unans;  /* a send of the current commit went unanswered (appendLog's everUnanswered) */
 
 load:  /* loadTable: GET the table log's head (one response: the image and its ETag). A read
         * that fails here answers 503 and sends nothing: the same as a handler that stops,
@@ -214,6 +246,11 @@ put:  /* putHead: If-Match the ETag of the head the requirements were checked on
     :: MATCHES(h) && faults < MAXFAULT -> faults++; applyCommit(c); ans = P_UNKNOWN
     :: faults < MAXFAULT && inflC == 0 -> faults++; inflC = c; inflTag = h; ans = P_UNKNOWN
     :: !MATCHES(h) -> ans = P_REFUSED
+    :: faults < MAXFAULT -> faults++; ans = P_REFUSED  /* spurious: RGW's race 500 */
+    fi;
+    if
+    :: ans == P_UNKNOWN -> unans = true
+    :: else
     fi;
     if
     :: ans == P_OK -> say200(key); goto done
@@ -257,8 +294,14 @@ reread:  /* resolveCommit: read the head back, judge by the chain and the key's 
        :: resends < RESENDS -> resends++; goto put  /* the same bytes, the same If-Match */
        :: else -> goto done  /* 504 */
        fi
+    :: else
+    fi;
+#ifndef MUTANT_REFUSED_IS_LOST
+    if
+    :: ans == P_REFUSED && unans && h2 == h -> goto done  /* 504: the unanswered one may land */
     :: else  /* a lost CAS, or another successor without ours: proven lost */
     fi;
+#endif
 #ifndef MUTANT_NO_RECHECK
     if
     :: strict && h2 != vread -> say409(key); goto done  /* fails against the state read */
@@ -266,21 +309,25 @@ reread:  /* resolveCommit: read the head back, judge by the chain and the key's 
     fi;
 #endif
     if
-    :: rebases < REBASES -> rebases++; h = h2; buildCommit(); goto put  /* rebase on the new head */
-    :: else -> goto done  /* 503: the bound is spent, nothing of ours can land */
+    :: rebases < REBASES -> rebases++; h = h2; unans = false; buildCommit(); goto put  /* rebase */
+    :: else -> say503(); goto done  /* 503: the bound is spent, nothing of ours can land */
     fi
   };
 done:
   skip;
   /* Forget everything (a finished handler's locals would only split states). */
-  d_step { h = 0; h2 = 0; c = 0; rebases = 0; resends = 0; ans = 0; found = false; vread = 0 }
+  d_step {
+    h = 0; h2 = 0; c = 0; rebases = 0; resends = 0; ans = 0; found = false; unans = false;
+    vread = 0
+  }
 }
 
 proctype Client(byte key; bool strict) {
   byte vread, replays;
-  atomic { vread = cur; run Handler(key, strict, vread) };  /* load the table, send the commit */
+  atomic { vread = cur; run Handler(key, strict, vread, (key - 1) * (1 + REPLAYS)) };  /* load, send */
   do
-  :: replays < REPLAYS -> replays++; run Handler(key, strict, vread)  /* the same request again */
+  :: replays < REPLAYS ->  /* the same request again */
+     replays++; run Handler(key, strict, vread, (key - 1) * (1 + REPLAYS) + replays)
   :: break
   od
 }
@@ -306,3 +353,7 @@ ltl no_false_409  { [] !false409 }
 ltl no_false_200  { [] !false200 }
 ltl commits_once  { [] !twice }
 ltl requirements  { [] !reqBroken }
+ltl no_false_503  { [] !false503 }
+/* All five at once: one search instead of five for the check (an invariant's conjunction is
+ * the conjunction of the invariants); the mutants' runs keep each formula alone. */
+ltl all_safe { [] (!false409 && !false200 && !twice && !reqBroken && !false503) }

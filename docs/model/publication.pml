@@ -463,3 +463,9 @@ ltl pending_blocks {
   [] ((unsettled[0] != 0 -> !building[0]) && (unsettled[1] != 0 -> !building[1]))
 }
 ltl records_kept   { [] !recLost }
+/* All four at once: one search instead of four for the check (an invariant's conjunction is
+ * the conjunction of the invariants); the mutants' runs keep each formula alone. */
+ltl all_safe {
+  [] (!ackBroken && !twoSucc && !recLost &&
+      (unsettled[0] != 0 -> !building[0]) && (unsettled[1] != 0 -> !building[1]))
+}

@@ -6,11 +6,14 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "catalog/config.hpp"
 #include "catalog/lake.hpp"
 #include "catalog/log.hpp"
 #include "catalog/names.hpp"
+#include "catalog/operations.hpp"
+#include "catalog/retention.hpp"
 #include "catalog/service.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/run.hpp"
@@ -124,6 +127,15 @@ int runLakeCreate(const LakeCreateOptions& o) {
           o.json,
           Error{Errc::usage, "lake " + o.lake + " is configured with another store: " + l->store},
           secondsSince(started));
+    }
+    for (const auto& other : existing->lakes) {
+      if (other.id != o.lake && rootsOverlap(other.store, o.store)) {
+        return reportJson(o.json,
+                          Error{Errc::usage, "lake " + other.id + "'s root (" + other.store +
+                                                 ") and this one share or nest: a lake's root "
+                                                 "holds no other lake"},
+                          secondsSince(started));
+      }
     }
   } else if (existing.error().code != Errc::missing) {
     return reportJson(o.json, existing.error(), secondsSince(started));
@@ -286,6 +298,237 @@ int runLakePolicy(const LakePolicyOptions& o) {
   return 0;
 }
 
+// Opens lake `id` of the configuration file and runs `body(lake, config)` in the command's
+// event loop; a configuration, lake or store that cannot be opened is reported (as JSON with
+// --json). `cacheBytes` bounds the lake's metadata cache.
+template <class Body>
+int runOnLake(const std::string& configPath, const std::string& id, bool json,
+              std::size_t cacheBytes, Body body) {
+  auto config = loadConfig(configPath);
+  if (!config) return reportJson(json, config.error(), 0);
+  const LakeEntry* entry = config->lake(id);
+  if (!entry) return reportJson(json, Error{Errc::usage, "no lake " + id + " in " + configPath}, 0);
+  return runAsync([&](io::Uring& uring) -> asio::awaitable<int> {
+    auto url = parseStoreUrl(entry->store);
+    if (!url) co_return reportJson(json, Error{Errc::usage, url.error()}, 0);
+    auto store = openStore(uring, co_await asio::this_coro::executor, *url);
+    if (!store) co_return reportJson(json, Error{Errc::usage, store.error()}, 0);
+    Lake lake(id, std::move(*store), *url, config->publisher, cacheBytes, entry);
+    const CatalogConfig& c = *config;
+    co_return co_await body(lake, c);
+  });
+}
+
+struct LakeStatusOptions {
+  std::string config;
+  std::string lake;
+  bool json = false;
+};
+
+// What the lake log says now: its size, the live leases and the protected snapshots.
+int runLakeStatus(const LakeStatusOptions& o) {
+  return runOnLake(
+      o.config, o.lake, o.json, 0, [&](Lake& lake, const CatalogConfig&) -> asio::awaitable<int> {
+        OperationBudget budget;
+        auto view = co_await lake.directory(budget);
+        if (!view) co_return reportJson(o.json, view.error(), 0);
+        const LakeDirectory& dir = (*view)->dir;
+        const std::int64_t now = unixSecondsNow() * 1000;
+        auto nameOf = [&](const Uuid& table) {
+          auto t = dir.tableOf(table);
+          return t ? displayName(*t) : table.text() + " (dropped)";
+        };
+        JsonArray leases;
+        std::size_t live = 0;
+        for (const auto& [id, lease] : dir.leases) {
+          if (lease.expiresMs <= now) continue;
+          ++live;
+          JsonObject l;
+          l.add("lease_id", id)
+              .add("table", nameOf(lease.table))
+              .add("table_uuid", lease.table.text());
+          l.add("expires_at_ms", lease.expiresMs);
+          if (lease.snapshotId) l.add("snapshot_id", *lease.snapshotId);
+          if (lease.prefix) l.add("prefix", *lease.prefix);
+          leases.add(std::move(l));
+          if (!o.json) {
+            std::printf(
+                "lease %s on %s until %lld ms%s%s\n", id.c_str(), nameOf(lease.table).c_str(),
+                static_cast<long long>(lease.expiresMs),
+                lease.snapshotId ? (", snapshot " + std::to_string(*lease.snapshotId)).c_str() : "",
+                lease.prefix ? (", prefix " + *lease.prefix).c_str() : "");
+          }
+        }
+        JsonArray protections;
+        for (const auto& [table, snapshot] : dir.protectedSnapshots) {
+          const Uuid uuid = *Uuid::parse(table);
+          protections.add(JsonObject{}
+                              .add("table", nameOf(uuid))
+                              .add("table_uuid", table)
+                              .add("snapshot_id", snapshot));
+          if (!o.json) {
+            std::printf("protected snapshot %lld of %s\n", static_cast<long long>(snapshot),
+                        nameOf(uuid).c_str());
+          }
+        }
+        if (o.json) {
+          printJson(JsonObject{}
+                        .add("ok", true)
+                        .add("lake", o.lake)
+                        .add("revision", (*view)->cursor.revision())
+                        .add("namespaces", std::uint64_t{dir.namespaces.size()})
+                        .add("tables", std::uint64_t{dir.tables.size()})
+                        .add("leases", std::move(leases))
+                        .add("protected_snapshots", std::move(protections)));
+        } else {
+          std::printf(
+              "lake %s: lake log revision %llu, %zu namespaces, %zu tables, %zu leases, %zu "
+              "protected snapshots\n",
+              o.lake.c_str(), static_cast<unsigned long long>((*view)->cursor.revision()),
+              dir.namespaces.size(), dir.tables.size(), live, dir.protectedSnapshots.size());
+        }
+        co_return 0;
+      });
+}
+
+struct LakeExpireOptions {
+  std::string config;
+  std::string lake;
+  std::string table;  // NS.NAME (levels joined by '.'), or every table
+  bool apply = false;
+  bool json = false;
+};
+
+// The snapshots a lease or a protection holds in `table`, at `nowMs`.
+std::set<std::int64_t> heldSnapshots(const LakeDirectory& dir, const Uuid& table,
+                                     std::int64_t nowMs) {
+  std::set<std::int64_t> held;
+  for (const auto& [_, lease] : dir.leasesOf(table, nowMs)) {
+    if (lease.snapshotId) held.insert(*lease.snapshotId);
+  }
+  for (auto id : dir.protectedOf(table)) held.insert(id);
+  return held;
+}
+
+// Retention over a lake's tables (dry-run unless --apply): each table's plan, then, with
+// --apply, its commit through the catalog's commit path (a concurrent change makes the plan be
+// made again, at most a few times).
+constexpr int kExpireAttempts = 5;  // plans per table when commits keep moving it
+
+int runLakeExpire(const LakeExpireOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  return runOnLake(
+      o.config, o.lake, o.json, 64u << 20,
+      [&](Lake& lake, const CatalogConfig& config) -> asio::awaitable<int> {
+        OperationBudget budget;
+        auto view = co_await lake.directory(budget);
+        if (!view) co_return reportJson(o.json, view.error(), secondsSince(started));
+        std::vector<TableIdent> tables;
+        for (const auto& [ident, _] : (*view)->dir.tables) {
+          if (o.table.empty() || displayName(ident) == o.table) tables.push_back(ident);
+        }
+        if (!o.table.empty() && tables.empty()) {
+          co_return reportJson(o.json,
+                               Error{Errc::usage, "no table " + o.table + " in lake " + o.lake},
+                               secondsSince(started));
+        }
+        JsonArray reports;
+        std::uint64_t expired = 0, failed = 0;
+        for (const auto& ident : tables) {
+          JsonObject t;
+          t.add("table", displayName(ident));
+          bool done = false, stopped = false;
+          auto fail = [&](const std::string& code, const std::string& reason) {
+            t.add("error", code).add("reason", reason);
+            if (!o.json) {
+              std::fprintf(stderr, "%s: %s: %s\n", displayName(ident).c_str(), code.c_str(),
+                           reason.c_str());
+            }
+            ++failed;
+            stopped = true;
+          };
+          for (int attempt = 0; attempt < kExpireAttempts && !done && !stopped; ++attempt) {
+            Request r{lake,
+                      OperationBudget{},
+                      std::nullopt,
+                      unixSecondsNow() * 1000,
+                      config.server.commitRebases,
+                      Role::readWrite};
+            auto loaded = co_await loadTable(r, ident);
+            if (!loaded) {
+              fail(loaded.error().reason, loaded.error().message);
+              break;
+            }
+            auto dir = co_await lake.directory(r.budget);
+            if (!dir) {
+              fail("store-unavailable", dir.error().message);
+              break;
+            }
+            const TableMetadata& m = loaded->metadata->metadata;
+            auto plan =
+                planRetention(m, r.nowMs, heldSnapshots((*dir)->dir, loaded->uuid, r.nowMs));
+            if (!plan) {  // gc.enabled=false, or a retention property that is not a number
+              t.add("skipped", plan.error().message);
+              if (!o.json)
+                std::printf("%s: skipped: %s\n", displayName(ident).c_str(),
+                            plan.error().message.c_str());
+              stopped = true;
+              break;
+            }
+            JsonArray ids, refs, kept;
+            for (auto id : plan->snapshotsToRemove) ids.add(JsonObject{}.add("snapshot_id", id));
+            for (const auto& name : plan->refsToRemove) refs.add(JsonObject{}.add("ref", name));
+            for (auto id : plan->keptForTheCatalog) kept.add(JsonObject{}.add("snapshot_id", id));
+            t.add("snapshots", std::uint64_t{m.snapshots.size()})
+                .add("expire", std::move(ids))
+                .add("remove_refs", std::move(refs))
+                .add("kept_for_catalog", std::move(kept));
+            if (!o.json) {
+              std::printf(
+                  "%s: %zu snapshots, %zu expire, %zu refs removed, %zu kept by leases or "
+                  "protection\n",
+                  displayName(ident).c_str(), m.snapshots.size(), plan->snapshotsToRemove.size(),
+                  plan->refsToRemove.size(), plan->keptForTheCatalog.size());
+            }
+            if (!o.apply || plan->empty()) {
+              done = true;
+              break;
+            }
+            const CommitTableRequest commit = retentionCommit(m, *plan);
+            r.idempotencyKey = Uuid::random().text();
+            auto committed = co_await commitTable(r, ident, commit);
+            if (committed) {
+              t.add("metadata_location", committed->metadata->location);
+              expired += plan->snapshotsToRemove.size();
+              done = true;
+            } else if (committed.error().status != 409) {
+              fail(committed.error().reason, committed.error().message);
+              break;
+            }  // 409: the table changed since the plan was made: plan again
+          }
+          if (!done && !stopped) {
+            fail("contention", "the table changed under each of " +
+                                   std::to_string(kExpireAttempts) + " plans; run it again");
+          }
+          reports.add(std::move(t));
+        }
+        if (o.json) {
+          printJson(JsonObject{}
+                        .add("ok", failed == 0)
+                        .add("lake", o.lake)
+                        .add("apply", o.apply)
+                        .add("tables", std::move(reports))
+                        .add("snapshots_expired", expired)
+                        .add("seconds", secondsSince(started)));
+        } else if (o.apply) {
+          std::printf("%llu snapshots expired\n", static_cast<unsigned long long>(expired));
+        } else {
+          std::printf("dry run: nothing was changed (--apply commits the plans)\n");
+        }
+        co_return failed == 0 ? 0 : kExitFailed;
+      });
+}
+
 struct TokenCreateOptions {
   std::string config;
   std::string lake;
@@ -431,6 +674,25 @@ void addCatalogCommands(CLI::App& app, int& exitCode) {
                   "the archive prefix archive writes (default archive)");
   set->add_flag("--json", lakeSet->json, "one JSON object on standard output");
   set->callback([lakeSet, &exitCode] { exitCode = runLakeSet(*lakeSet); });
+
+  auto lakeStatus = std::make_shared<LakeStatusOptions>();
+  auto* status = lake->add_subcommand(
+      "status", "what the lake log says now: its size, live leases, protected snapshots");
+  status->add_option("--config", lakeStatus->config, "the configuration file")->required();
+  status->add_option("--lake", lakeStatus->lake, "the lake")->required();
+  status->add_flag("--json", lakeStatus->json, "one JSON object on standard output");
+  addTimeoutOption(status, kDefaultCommandTimeout);
+  status->callback([lakeStatus, &exitCode] { exitCode = runLakeStatus(*lakeStatus); });
+
+  auto lakeExpire = std::make_shared<LakeExpireOptions>();
+  auto* expire = lake->add_subcommand(
+      "expire", "expire snapshots by each table's retention (a dry run unless --apply)");
+  expire->add_option("--config", lakeExpire->config, "the configuration file")->required();
+  expire->add_option("--lake", lakeExpire->lake, "the lake")->required();
+  expire->add_option("--table", lakeExpire->table, "one table, NS.NAME (default: every table)");
+  expire->add_flag("--apply", lakeExpire->apply, "commit the removals");
+  expire->add_flag("--json", lakeExpire->json, "one JSON object on standard output");
+  expire->callback([lakeExpire, &exitCode] { exitCode = runLakeExpire(*lakeExpire); });
 
   auto lakePolicy = std::make_shared<LakePolicyOptions>();
   auto* policy = lake->add_subcommand(

@@ -171,6 +171,13 @@ std::vector<ManifestSegment> ManifestChain::segments() const {
   return out;
 }
 
+void ManifestChain::addKeys(const Uuid& ns, std::set<std::string>& out) const {
+  for (const auto& link : links) {
+    out.insert(keys::manifest(ns, link.sha256));
+    for (const auto& s : link.manifest.segments) out.insert(keys::segment(ns, s.objectSha256));
+  }
+}
+
 Manifest ManifestChain::flattened() const {
   CAIRN_ASSERT(!links.empty() && !stoppedAtKnown && !links.back().manifest.base);
   Manifest out = links.front().manifest;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,9 @@ struct ManifestChain {
   // links[0] as one format-1 manifest listing every segment of its prefix (the chain must
   // reach its root: not stoppedAtKnown).
   Manifest flattened() const;
+  // Adds to `out` the store keys of namespace `ns` that the links name: each link's manifest
+  // and every segment it lists.
+  void addKeys(const Uuid& ns, std::set<std::string>& out) const;
 };
 
 // Walks from `top` (the manifest at sha256/length, already fetched and checked by the caller)
@@ -139,7 +143,15 @@ struct ManifestChain {
 // coroutine twice.)
 boost::asio::awaitable<Res<ManifestChain>> fetchManifestChain(
     ObjectStore& store, const Uuid& ns, ManifestLink top, OperationBudget& budget,
-    const std::function<bool(const Digest&)>& known = {});
+    const std::function<bool(const Digest&)>& known);
+// The whole chain (no base is known). Not a coroutine: `known` is a static, never a temporary.
+inline boost::asio::awaitable<Res<ManifestChain>> fetchManifestChain(ObjectStore& store,
+                                                                     const Uuid& ns,
+                                                                     ManifestLink top,
+                                                                     OperationBudget& budget) {
+  static const std::function<bool(const Digest&)> none;
+  return fetchManifestChain(store, ns, std::move(top), budget, none);
+}
 
 // fetchManifest and fetchManifestChain together: the head's manifest with every segment of its
 // prefix (a chained one flattened), for callers that need the whole graph (verification,

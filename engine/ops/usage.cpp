@@ -31,29 +31,25 @@ asio::awaitable<Res<RetainedGraph>> retainedGraph(ObjectStore& store, const Uuid
   graph.reachable.insert(key);
   // The chain, newest first: each head's copy, manifest (with the bases a chained one names,
   // each walked once) and segments.
-  auto known = [&](const Digest& manifest) {
+  // Named, not temporaries of the co_await (GCC 12 destroys those twice: docs/decisions.md D41).
+  const std::function<bool(const Digest&)> known = [&](const Digest& manifest) {
     return graph.reachable.count(keys::manifest(ns, manifest)) > 0;
   };
-  auto walked = co_await walkChain(
-      store, *graph.current, keepRevisions, budget,
+  const std::function<asio::awaitable<Res<bool>>(const Head&)> visit =
       [&](const Head& head) -> asio::awaitable<Res<bool>> {
-        graph.reachable.insert(keys::headCopy(ns, head.id()));
-        graph.heads.push_back(head);
-        const HeadFields& f = head.fields();
-        if (known(f.manifestSha256)) co_return true;
-        auto manifest = co_await fetchManifest(store, head, budget);
-        if (!manifest) co_return failureOf(manifest);
-        ManifestLink top{f.manifestSha256, f.manifestLength, std::move(*manifest)};
-        auto chain = co_await fetchManifestChain(store, ns, std::move(top), budget, known);
-        if (!chain) co_return failureOf(chain);
-        for (const auto& link : chain->links) {
-          graph.reachable.insert(keys::manifest(ns, link.sha256));
-          for (const auto& s : link.manifest.segments) {
-            graph.reachable.insert(keys::segment(ns, s.objectSha256));
-          }
-        }
-        co_return true;
-      });
+    graph.reachable.insert(keys::headCopy(ns, head.id()));
+    graph.heads.push_back(head);
+    const HeadFields& f = head.fields();
+    if (known(f.manifestSha256)) co_return true;
+    auto manifest = co_await fetchManifest(store, head, budget);
+    if (!manifest) co_return failureOf(manifest);
+    ManifestLink top{f.manifestSha256, f.manifestLength, std::move(*manifest)};
+    auto chain = co_await fetchManifestChain(store, ns, std::move(top), budget, known);
+    if (!chain) co_return failureOf(chain);
+    chain->addKeys(ns, graph.reachable);
+    co_return true;
+  };
+  auto walked = co_await walkChain(store, *graph.current, keepRevisions, budget, visit);
   if (!walked) co_return failureOf(walked);
   graph.historyEnds = walked->historyEnds;
   co_return graph;

@@ -62,7 +62,7 @@ asio::awaitable<Res<void>> addCandidateGraph(ObjectStore& store, const Uuid& ns,
                                              OperationBudget& budget) {
   auto manifest = co_await fetchManifest(store, head, budget);
   if (!manifest) co_return failureOf(manifest);
-  auto known = [&](const Digest& d) {
+  const std::function<bool(const Digest&)> known = [&](const Digest& d) {
     const std::string key = keys::manifest(ns, d);
     return graph.reachable.count(key) > 0 || out.candidateGraphs.count(key) > 0;
   };
@@ -70,12 +70,7 @@ asio::awaitable<Res<void>> addCandidateGraph(ObjectStore& store, const Uuid& ns,
   ManifestLink top{f.manifestSha256, f.manifestLength, std::move(*manifest)};
   auto chain = co_await fetchManifestChain(store, ns, std::move(top), budget, known);
   if (!chain) co_return failureOf(chain);
-  for (const auto& link : chain->links) {
-    out.candidateGraphs.insert(keys::manifest(ns, link.sha256));
-    for (const auto& seg : link.manifest.segments) {
-      out.candidateGraphs.insert(keys::segment(ns, seg.objectSha256));
-    }
-  }
+  chain->addKeys(ns, out.candidateGraphs);
   co_return Res<void>{};
 }
 

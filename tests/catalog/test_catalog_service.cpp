@@ -84,6 +84,40 @@ TEST_CASE("lake directory: Idempotency-Keys are kept for the lifetime, then forg
   CHECK(d.recordFor("recent") != nullptr);
 }
 
+TEST_CASE("lake directory and table history: a record from a clock ahead ends no key early",
+          "[catalog]") {
+  // The reader's clock is at 1000 s; another process, a day ahead, wrote the newest record.
+  constexpr std::int64_t kNow = 1'000'000;
+  constexpr std::int64_t kDay = 24LL * 3600 * 1000;
+  LakeDirectory d;
+  d.readerClockMs = kNow;
+  REQUIRE(d.apply(rec(LakeCreated{"prod"}, std::nullopt, kNow - 1000)).ok());
+  REQUIRE(d.apply(rec(NamespaceCreated{{"a"}, {}}, "mine", kNow - 1000)).ok());
+  REQUIRE(d.apply(rec(NamespaceCreated{{"b"}, {}}, "ahead", kNow + kDay)).ok());
+  CHECK(d.recordFor("mine") != nullptr);  // still within the lifetime by the reader's clock
+  CHECK(d.recordFor("ahead") != nullptr);
+  // The same log read by a reader a day ahead: the records' times hold it back.
+  LakeDirectory ahead;
+  ahead.readerClockMs = kNow + 2 * kDay;
+  REQUIRE(ahead.apply(rec(LakeCreated{"prod"}, std::nullopt, kNow - 1000)).ok());
+  REQUIRE(ahead.apply(rec(NamespaceCreated{{"a"}, {}}, "mine", kNow - 1000)).ok());
+  REQUIRE(ahead.apply(rec(NamespaceCreated{{"c"}, {}}, std::nullopt, kNow)).ok());
+  CHECK(ahead.recordFor("mine") != nullptr);
+  // Once the reader's clock too is past the lifetime, the key goes.
+  d.readerClockMs = kNow + kIdempotencyLifetimeMs;
+  REQUIRE(d.apply(rec(NamespaceCreated{{"c"}, {}}, std::nullopt, kNow + kDay + 1)).ok());
+  CHECK(d.recordFor("mine") == nullptr);
+  CHECK(d.recordFor("ahead") != nullptr);
+
+  TableHistory h;
+  h.readerClockMs = kNow;
+  const Digest z{};
+  REQUIRE(h.apply(TableCommit{"s3://b/m1", z, 10, std::nullopt, kNow - 1000, "k1"}).ok());
+  REQUIRE(
+      h.apply(TableCommit{"s3://b/m2", z, 10, std::string("s3://b/m1"), kNow + kDay, "k2"}).ok());
+  CHECK(h.commitFor("k1") != nullptr);
+}
+
 TEST_CASE("table history: each commit replaces the current metadata file", "[catalog]") {
   TableHistory h;
   const Digest d{};
@@ -144,6 +178,33 @@ TEST_CASE("catalog configuration: read strictly, written back the same, tokens b
     REQUIRE(!r.ok());
     CHECK(r.error().code == Errc::usage);
   }
+}
+
+TEST_CASE("catalog configuration: the file is private from its creation, and bounded before a read",
+          "[catalog]") {
+  io::test::TempDir dir;
+  const auto file = dir.path() / "catalog.json";
+  auto made = updateConfig(
+      file,
+      [](CatalogConfig& c) -> Res<void> {
+        c.lakes.push_back(LakeEntry{"prod", "/tmp/store"});
+        return {};
+      },
+      [] { return newConfig(); });
+  REQUIRE(made.ok());
+  // Whatever the umask lets through, never more than the owner's read and write.
+  const auto perms = std::filesystem::status(file).permissions();
+  CHECK((perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) ==
+        std::filesystem::perms::none);
+  // No temporary file is left beside it.
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  CHECK(entries == 2);  // the file and its lock
+  // A file over the bound is refused by its size.
+  std::filesystem::resize_file(file, kMaxConfigBytes + 1);
+  auto big = loadConfig(file);
+  REQUIRE(!big.ok());
+  CHECK(big.error().message.find("over 16 MiB") != std::string::npos);
 }
 
 TEST_CASE("catalog service: a store that does not answer makes the lake not ready",
@@ -235,4 +296,164 @@ TEST_CASE("catalog service: a table's location is fixed, and never overlaps anot
   INFO(moved.body);
   CHECK(moved.status == 400);
   CHECK(moved.errorField("reason") == "location-fixed");
+}
+
+TEST_CASE("catalog service: time travel returns the metadata current then", "[catalog]") {
+  io::test::TempDir store;
+  CatalogRig rig((store.path() / "lake").string());
+  REQUIRE(rig.call("POST", "/v1/prod/namespaces", R"({"namespace":["ns"]})").status == 200);
+  HttpReply created = rig.call("POST", "/v1/prod/namespaces/ns/tables",
+                               R"({"name":"t","schema":{"type":"struct","fields":[]}})");
+  REQUIRE(created.status == 200);
+  const std::string table = "/v1/prod/namespaces/ns/tables/t";
+  const std::string location(created.json().at("metadata").at("location").as_string());
+  std::vector<std::string> locations{
+      std::string(created.json().at("metadata-location").as_string())};
+  std::vector<std::int64_t> times;
+  // Versions 2..4: a property each; versions 5 and 6: snapshots 100 then 200 on main.
+  auto nowMs = [] {
+    // Apart from the commits' own times by a few milliseconds on each side.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const auto t = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return t;
+  };
+  for (int i = 2; i <= 4; ++i) {
+    times.push_back(nowMs());
+    HttpReply r =
+        rig.call("POST", table,
+                 R"({"requirements":[],"updates":[{"action":"set-properties","updates":{"v":")" +
+                     std::to_string(i) + R"("}}]})");
+    REQUIRE(r.status == 200);
+    locations.push_back(std::string(r.json().at("metadata-location").as_string()));
+  }
+  for (std::int64_t sid : {100, 200}) {
+    const std::string snap =
+        R"({"snapshot-id":)" + std::to_string(sid) + R"(,"sequence-number":)" +
+        std::to_string(sid / 100) + R"(,"timestamp-ms":1700000000000,"schema-id":0,)" +
+        R"("manifest-list":")" + location + "/metadata/snap-" + std::to_string(sid) +
+        R"(.avro","summary":{"operation":"append"})" +
+        (sid == 200 ? std::string(R"(,"parent-snapshot-id":100)") : std::string()) + "}";
+    HttpReply r = rig.call(
+        "POST", table,
+        R"({"requirements":[],"updates":[{"action":"add-snapshot","snapshot":)" + snap +
+            R"(},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":)" +
+            std::to_string(sid) + "}]}");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    locations.push_back(std::string(r.json().at("metadata-location").as_string()));
+  }
+  auto at = [&](const std::string& asOf) { return rig.call("GET", table + "?as-of=" + asOf); };
+  for (std::size_t v = 1; v <= locations.size(); ++v) {
+    HttpReply r = at("version:" + std::to_string(v));
+    INFO("version " << v << ": " << r.body);
+    REQUIRE(r.status == 200);
+    CHECK(std::string(r.json().at("metadata-location").as_string()) == locations[v - 1]);
+  }
+  HttpReply v3 = at("version:3");
+  CHECK(v3.json().at("metadata").at("properties").at("v").as_string() == "3");
+  CHECK(!v3.header("etag").empty());
+  CHECK(v3.header("etag") != rig.call("GET", table).header("etag"));
+  // time: the last version accepted at or before the time.
+  HttpReply before = at("time:" + std::to_string(times.front()));
+  CHECK(before.status == 200);
+  CHECK(std::string(before.json().at("metadata-location").as_string()) == locations[0]);
+  CHECK(at("time:0").status == 404);
+  CHECK(std::string(at("time:9223372036854775807").json().at("metadata-location").as_string()) ==
+        locations.back());
+  // snapshot: the last version whose current snapshot is it.
+  HttpReply s100 = at("snapshot:100");
+  INFO(s100.body);
+  REQUIRE(s100.status == 200);
+  CHECK(std::string(s100.json().at("metadata-location").as_string()) == locations[4]);
+  CHECK(s100.json().at("metadata").at("current-snapshot-id").as_int64() == 100);
+  CHECK(std::string(at("snapshot:200").json().at("metadata-location").as_string()) == locations[5]);
+  CHECK(at("snapshot:999").errorField("reason") == "no-such-snapshot");
+  CHECK(at("version:0").status == 404);
+  CHECK(at("version:7").errorField("reason") == "no-such-version");
+  // The largest id there is, and negative ones, are ids (Iceberg allows them): absent here.
+  CHECK(at("snapshot:-9223372036854775808").errorField("reason") == "no-such-snapshot");
+  CHECK(at("snapshot:9223372036854775807").errorField("reason") == "no-such-snapshot");
+  // Past int64 (19 digits that do not fit, or 20) is refused, never wrapped around.
+  for (const char* bad :
+       {"v:1", "version:", "version:x", "time:-1", "snapshot", "version:+1",
+        "version:9999999999999999999", "time:99999999999999999999", "snapshot:-", "snapshot:--1",
+        "snapshot:9223372036854775808", "version:1%20", "version:0x1"}) {
+    INFO(bad);
+    HttpReply r = at(bad);
+    CHECK(r.status == 400);
+    CHECK(r.errorField("reason") == "invalid-as-of");
+  }
+}
+
+TEST_CASE("catalog service: leases and protected snapshots are lake log records", "[catalog]") {
+  io::test::TempDir store;
+  CatalogRig rig((store.path() / "lake").string());
+  REQUIRE(rig.call("POST", "/v1/prod/namespaces", R"({"namespace":["ns"]})").status == 200);
+  HttpReply created = rig.call("POST", "/v1/prod/namespaces/ns/tables",
+                               R"({"name":"t","schema":{"type":"struct","fields":[]}})");
+  REQUIRE(created.status == 200);
+  const std::string location(created.json().at("metadata").at("location").as_string());
+  const std::string table = "/v1/prod/namespaces/ns/tables/t";
+  const std::string snap =
+      R"({"snapshot-id":7,"sequence-number":1,"timestamp-ms":1700000000000,"schema-id":0,)"
+      R"("manifest-list":")" +
+      location + R"(/metadata/snap-7.avro","summary":{"operation":"append"}})";
+  REQUIRE(
+      rig.call(
+             "POST", table,
+             R"({"requirements":[],"updates":[{"action":"add-snapshot","snapshot":)" + snap +
+                 R"(},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":7}]})")
+          .status == 200);
+
+  // A lease on the prepared files of a commit, and on snapshot 7.
+  HttpReply taken =
+      rig.call("POST", table + "/leases",
+               R"({"ttl-seconds":600,"snapshot-id":7,"prefix":")" + location + R"(/data/prep"})");
+  INFO(taken.body);
+  REQUIRE(taken.status == 200);
+  const std::string id(taken.json().at("lease-id").as_string());
+  CHECK(taken.json().at("expires-at-ms").as_int64() > unixSecondsNow() * 1000);
+  HttpReply listed = rig.call("GET", table + "/leases");
+  REQUIRE(listed.status == 200);
+  REQUIRE(listed.json().at("leases").as_array().size() == 1);
+  CHECK(listed.json().at("leases").at(0).at("lease-id").as_string() == id);
+  CHECK(listed.json().at("leases").at(0).at("snapshot-id").as_int64() == 7);
+  // Refusals: a prefix outside the table, nothing protected, a bad ttl, a read token.
+  CHECK(rig.call("POST", table + "/leases", R"({"ttl-seconds":60,"prefix":"file:///elsewhere/x"})")
+            .errorField("reason") == "prefix-outside-table");
+  CHECK(rig.call("POST", table + "/leases", R"({"ttl-seconds":60})").status == 400);
+  CHECK(rig.call("POST", table + "/leases", R"({"ttl-seconds":0,"snapshot-id":7})").status == 400);
+  HttpReply readOnly = test::httpRequest(rig.port, "POST", table + "/leases",
+                                         R"({"ttl-seconds":60,"snapshot-id":7})",
+                                         {{"Authorization", "Bearer " + rig.readToken}});
+  CHECK(readOnly.status == 403);
+  CHECK(test::httpRequest(rig.port, "GET", table + "/leases", {},
+                          {{"Authorization", "Bearer " + rig.readToken}})
+            .status == 200);
+  // Release: once; a second time is 404.
+  CHECK(rig.call("DELETE", table + "/leases/" + id).status == 204);
+  CHECK(rig.call("DELETE", table + "/leases/" + id).errorField("reason") == "no-such-lease");
+  CHECK(rig.call("GET", table + "/leases").json().at("leases").as_array().empty());
+  // A lease of one second is gone after it expired (nothing released it).
+  REQUIRE(rig.call("POST", table + "/leases", R"({"ttl-seconds":1,"snapshot-id":7})").status ==
+          200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  CHECK(rig.call("GET", table + "/leases").json().at("leases").as_array().empty());
+
+  // Protected snapshots: only an existing one, once; unprotected once.
+  CHECK(rig.call("POST", table + "/protected-snapshots", R"({"snapshot-id":8})")
+            .errorField("reason") == "no-such-snapshot");
+  CHECK(rig.call("POST", table + "/protected-snapshots", R"({"snapshot-id":7})").status == 204);
+  CHECK(rig.call("POST", table + "/protected-snapshots", R"({"snapshot-id":7})").status == 409);
+  CHECK(rig.call("GET", table + "/leases").json().at("protected-snapshots") ==
+        boost::json::parse("[7]"));
+  CHECK(rig.call("DELETE", table + "/protected-snapshots/7").status == 204);
+  CHECK(rig.call("DELETE", table + "/protected-snapshots/7").errorField("reason") ==
+        "no-such-snapshot");
+  // The lake log holds them all, folded the same by a cold reader.
+  CatalogRig cold((store.path() / "lake").string());
+  CHECK(cold.call("GET", table + "/leases").json().at("protected-snapshots").as_array().empty());
 }

@@ -3,6 +3,7 @@
 // each invalid one is refused with code format.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -41,6 +42,17 @@ std::map<std::string, LakeRecord> lakeRecords() {
   m["table_renamed"] =
       LakeRecord{TableRenamed{{{"sales"}, "orders"}, {{"sales", "eu"}, "orders_v2"}, kTable}, T + 5,
                  std::nullopt};
+  const Uuid lease1 = *Uuid::parse("5ea5e000-0000-4000-8000-000000000001");
+  const Uuid lease2 = *Uuid::parse("5ea5e000-0000-4000-8000-000000000002");
+  m["lease_taken"] = LakeRecord{
+      LeaseTaken{lease1, kTable, T + 3'600'000, -7, kLoc + "/data/prepared"}, T + 8, "k-2"};
+  m["lease_taken_snapshot"] = LakeRecord{
+      LeaseTaken{lease2, kTable, 1, std::numeric_limits<std::int64_t>::max(), std::nullopt}, T + 9,
+      std::nullopt};
+  m["lease_released"] = LakeRecord{LeaseReleased{lease1}, T + 10, std::nullopt};
+  m["snapshot_protected"] = LakeRecord{SnapshotProtected{kTable, 123}, T + 11, std::nullopt};
+  m["snapshot_unprotected"] = LakeRecord{
+      SnapshotUnprotected{kTable, std::numeric_limits<std::int64_t>::min()}, T + 12, std::nullopt};
   return m;
 }
 

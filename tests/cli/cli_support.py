@@ -1,7 +1,10 @@
 """Helpers shared by the command-line tests: run `cairn`, count checks, find RGW."""
+import http.client
 import json
 import os
 import random
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -146,3 +149,94 @@ class FakeS3Server:
                 c.close()
             except OSError:
                 pass
+
+
+SERVING = re.compile(r"cairn: serving \d+ lake\(s\) on 127\.0\.0\.1:(\d+)")
+
+
+class CatalogServer:
+    """`cairn serve --config CONFIG` on a free loopback port; its stderr (the JSON request log,
+    one line per request) kept line by line in `lines`."""
+
+    def __init__(self, config, label="", start_timeout=60, stop_timeout=30):
+        self.label = label
+        self.stop_timeout = stop_timeout
+        env = dict(os.environ)
+        env.pop("CAIRN_TEST_FAULT", None)
+        self.proc = subprocess.Popen([cairn, "serve", "--config", config, "--listen",
+                                      "127.0.0.1:0"], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        self.lines = []
+        self.port = None
+        ready = threading.Event()
+
+        def drain():
+            for raw in self.proc.stderr:
+                line = raw.decode(errors="replace").rstrip("\n")
+                self.lines.append(line)
+                m = SERVING.search(line)
+                if m and self.port is None:
+                    self.port = int(m.group(1))
+                    ready.set()
+            ready.set()
+
+        self.reader = threading.Thread(target=drain, daemon=True)
+        self.reader.start()
+        if not ready.wait(start_timeout) or self.port is None:
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError(f"cairn serve {label} did not print its port: {self.stderr()}")
+
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def stderr(self):
+        return "\n".join(self.lines[-20:])
+
+    def requests(self):
+        """The request log: the JSON lines of stderr."""
+        out = []
+        for line in list(self.lines):
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+        return out
+
+    def call(self, token, method, path, body=None, headers=None, lenient=False):
+        return catalog_call(self.port, token, method, path, body, headers, lenient)
+
+    def stop(self):
+        """SIGTERM; the exit code (None if it had to be killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            code = None
+        self.reader.join(5)
+        return code
+
+
+def catalog_call(port, token, method, path, body=None, headers=None, lenient=False):
+    """One request to the catalog on `port`: (status, the JSON reply or {} when empty). A reply
+    that is not JSON raises, or with `lenient` is {}."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    h = {"Authorization": f"Bearer {token}"}
+    h.update(headers or {})
+    data = None if body is None else json.dumps(body)
+    if data is not None:
+        h["Content-Type"] = "application/json"
+    conn.request(method, path, body=data, headers=h)
+    r = conn.getresponse()
+    raw = r.read()
+    conn.close()
+    try:
+        return r.status, (json.loads(raw) if raw else {})
+    except ValueError:
+        if lenient:
+            return r.status, {}
+        raise

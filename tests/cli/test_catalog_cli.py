@@ -18,9 +18,7 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -29,7 +27,7 @@ import uuid as uuidlib
 import jsonschema
 import yaml
 
-from cli_support import cairn, check, finish, js, run, s3_url, test_stores
+from cli_support import CatalogServer, cairn, check, finish, js, run, s3_url, test_stores
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC_FILE = os.path.join(REPO, "..", "shared", "testdata", "iceberg", "rest-catalog-open-api.yaml")
@@ -293,45 +291,6 @@ def is_ok(r, status, schema, what):
 
 # ---- the server -------------------------------------------------------------------------------
 
-class Server:
-    """`cairn serve` on an ephemeral port; stderr kept line by line."""
-
-    def __init__(self, config):
-        env = dict(os.environ)
-        env.pop("CAIRN_TEST_FAULT", None)
-        self.p = subprocess.Popen([cairn, "serve", "--config", config, "--listen", "127.0.0.1:0"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        self.lines = []
-        self.port = None
-        serving = threading.Event()
-
-        def drain():
-            for raw in self.p.stderr:
-                line = raw.decode(errors="replace").rstrip("\n")
-                self.lines.append(line)
-                if self.port is None and line.startswith("cairn: serving "):
-                    self.port = int(line.rsplit(":", 1)[1])
-                    serving.set()
-            serving.set()
-
-        self.reader = threading.Thread(target=drain, daemon=True)
-        self.reader.start()
-        serving.wait(60)
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-        try:
-            rc = self.p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = self.p.wait()
-        self.reader.join(10)
-        return rc
-
-
-# ---- the scenario -----------------------------------------------------------------------------
-
 SCHEMA = {"type": "struct", "fields": [
     {"id": 1, "name": "id", "type": "long", "required": True},
     {"id": 2, "name": "data", "type": "string", "required": False},
@@ -401,7 +360,7 @@ class Scenario:
         conf["server"] = {"max-body-bytes": MAX_BODY}
         with open(self.config, "w") as f:
             json.dump(conf, f, indent=2)
-        self.server = Server(self.config)
+        self.server = CatalogServer(self.config)
         check(self.server.port, f"{label}: serve printed its port: {self.server.lines}")
         self.created = self.staged = None
         self.http = Client(self.server.port or 1,

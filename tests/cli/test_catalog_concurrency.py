@@ -19,9 +19,6 @@ import http.client
 import http.server
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,57 +26,14 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_support import cairn, chain_ok, check, finish, js, run, test_stores  # noqa: E402
+from cli_support import CatalogServer, cairn, catalog_call, chain_ok, check, finish, js, run, test_stores# noqa: E402
 
 COMMITTERS = 16
 COMMITS_EACH = 4
 RACE_ROUNDS = 3
-SERVING = re.compile(r"cairn: serving \d+ lake\(s\) on 127\.0\.0\.1:(\d+)")
-
-
-class Server:
-    def __init__(self, config):
-        self.proc = subprocess.Popen([cairn, "serve", "--config", config, "--listen",
-                                      "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
-        self.lines = []
-        line = self.proc.stderr.readline()
-        m = SERVING.search(line)
-        if not m:
-            self.proc.kill()
-            raise RuntimeError(f"serve did not start: {line!r}")
-        self.port = int(m.group(1))
-        threading.Thread(target=self.drain, daemon=True).start()
-
-    def drain(self):
-        for line in self.proc.stderr:
-            self.lines.append(line)
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return None
-
-
 def call(port, token, method, path, body=None, key=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    headers = {"Authorization": f"Bearer {token}"}
-    if key:
-        headers["Idempotency-Key"] = key
-    data = None if body is None else json.dumps(body)
-    if data is not None:
-        headers["Content-Type"] = "application/json"
-    conn.request(method, path, body=data, headers=headers)
-    r = conn.getresponse()
-    raw = r.read()
-    conn.close()
-    try:
-        parsed = json.loads(raw) if raw else {}
-    except ValueError:
-        parsed = {}
-    return r.status, parsed
+    headers = {"Idempotency-Key": key} if key else None
+    return catalog_call(port, token, method, path, body, headers, lenient=True)
 
 
 retried = {"503": 0}
@@ -102,7 +56,7 @@ def scenario(label, store, tmp):
     check(r.returncode == 0, f"{label}: lake create: {r.stderr!r}")
     token = js(run("token", "create", "--config", config, "--lake", "prod", "--role",
                    "read-write", "--json")).get("token", "")
-    servers = [Server(config), Server(config)]
+    servers = [CatalogServer(config), CatalogServer(config)]
     ports = [s.port for s in servers]
     try:
         run_scenario(label, store, tmp, token, ports)
@@ -267,7 +221,7 @@ def ignoring_store(tmp):
         json.dump({"format": 1, "publisher": str(uuid.uuid4()),
                    "lakes": {"prod": {"store": url}}, "tokens": []}, f)
     os.environ.update(env)
-    server_proc = Server(config)
+    server_proc = CatalogServer(config)
     try:
         conn = http.client.HTTPConnection("127.0.0.1", server_proc.port, timeout=30)
         conn.request("GET", "/readyz")

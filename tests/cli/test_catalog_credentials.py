@@ -20,18 +20,14 @@ import json
 import os
 import random
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_support import cairn, check, finish, js, run  # noqa: E402
+from cli_support import CatalogServer, cairn, check, finish, js, run# noqa: E402
 
-SERVING = re.compile(r"cairn: serving \d+ lake\(s\) on 127\.0\.0\.1:(\d+)")
 REQUIRED = os.environ.get("CI") == "true" or os.environ.get("CAIRN_REQUIRE_S3") == "1"
 
 
@@ -102,36 +98,6 @@ def creds_of(storage_credential):
 
 # ---- the catalog ------------------------------------------------------------------------------
 
-class Server:
-    def __init__(self, config):
-        self.proc = subprocess.Popen([cairn, "serve", "--config", config, "--listen",
-                                      "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
-        self.lines = []
-        m = SERVING.search(self.proc.stderr.readline())
-        if not m:
-            self.proc.kill()
-            raise RuntimeError("serve did not start")
-        self.port = int(m.group(1))
-        threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True).start()
-
-    def call(self, token, method, path, body=None, headers=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        h = {"Authorization": f"Bearer {token}"}
-        h.update(headers or {})
-        data = None if body is None else json.dumps(body)
-        if data is not None:
-            h["Content-Type"] = "application/json"
-        conn.request(method, path, body=data, headers=h)
-        r = conn.getresponse()
-        raw = r.read()
-        conn.close()
-        return r.status, (json.loads(raw) if raw else {})
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=30)
-
-
 VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
 SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "int", "required": False}]}
 
@@ -181,7 +147,7 @@ def main():
         check(r.returncode == 0, f"lake set --credential-seconds: {r.stderr!r}")
         rw = {lake: token(config, lake, "read-write") for lake in ("a", "b", "plain", "local")}
         ro = token(config, "a", "read")
-        server = Server(config)
+        server = CatalogServer(config)
         try:
             scenario(server, config, rw, ro, run_id)
         finally:

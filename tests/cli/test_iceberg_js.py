@@ -16,15 +16,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_support import cairn, chain_ok, check, finish, js, run, test_stores  # noqa: E402
+from cli_support import CatalogServer, cairn, chain_ok, check, finish, js, run, test_stores# noqa: E402
 
 JS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "catalog", "js")
 LOCK = os.path.join(JS_DIR, "package-lock.json")
@@ -36,9 +34,6 @@ START_TIMEOUT = 30  # seconds for a server to print its port
 SCRIPT_TIMEOUT = 300
 STOP_TIMEOUT = 30
 MIN_REQUESTS_EACH = 50  # each server takes its share of the script's requests
-SERVING = re.compile(r"cairn: serving \d+ lake\(s\) on 127\.0\.0\.1:(\d+)")
-
-
 def fail_now(why):
     check(False, why)
     finish()
@@ -89,67 +84,6 @@ def install_if_stale(npm):
     print(f"npm ci: {time.monotonic() - started:.1f} s")
 
 
-class Server:
-    """One `cairn serve` on a free loopback port; its stderr (the JSON request log) kept."""
-
-    def __init__(self, label, config):
-        self.label = label
-        env = dict(os.environ)
-        env.pop("CAIRN_TEST_FAULT", None)
-        self.proc = subprocess.Popen([cairn, "serve", "--config", config, "--listen",
-                                      "127.0.0.1:0"], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        self.lines = []
-        self.port = None
-        self.ready = threading.Event()
-        self.reader = threading.Thread(target=self.read, daemon=True)
-        self.reader.start()
-        if not self.ready.wait(START_TIMEOUT) or self.port is None:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f"server {label} did not print its port: {self.stderr()}")
-
-    def read(self):
-        for raw in self.proc.stderr:
-            line = raw.decode(errors="replace").rstrip("\n")
-            self.lines.append(line)
-            m = SERVING.search(line)
-            if m and self.port is None:
-                self.port = int(m.group(1))
-                self.ready.set()
-        self.ready.set()
-
-    def url(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def stderr(self):
-        return "\n".join(self.lines[-20:])
-
-    def stop(self):
-        """SIGTERM; the exit code (None if it had to be killed)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            code = None
-        self.reader.join(5)
-        return code
-
-    def requests(self):
-        """The request log's JSON lines."""
-        out = []
-        for line in self.lines:
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-        return out
-
-
 def head_revision(store, ns, what):
     entries = chain_ok(store, ns, what)
     return entries[0]["revision"] if entries else None
@@ -174,8 +108,8 @@ def one_store(tmp, label, store, node):
     result = {}
     try:
         try:
-            servers.append(Server("A", config))
-            servers.append(Server("B", config))
+            servers.append(CatalogServer(config, "A", START_TIMEOUT, STOP_TIMEOUT))
+            servers.append(CatalogServer(config, "B", START_TIMEOUT, STOP_TIMEOUT))
         except RuntimeError as e:
             check(False, f"{label}: {e}")
             return

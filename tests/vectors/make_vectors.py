@@ -1029,14 +1029,24 @@ LAKE_KEYS = {
     "table-registered": {"table", "table-uuid", "location"},
     "table-dropped": {"table", "table-uuid"},
     "table-renamed": {"from", "to", "table-uuid"},
+    "lease-taken": {"lease-id", "table-uuid", "expires-ms"},
+    "lease-released": {"lease-id"},
+    "snapshot-protected": {"table-uuid", "snapshot-id"},
+    "snapshot-unprotected": {"table-uuid", "snapshot-id"},
 }
+LAKE_OPTIONAL = {"lease-taken": {"snapshot-id", "prefix"}}
+
+
+def _int64(v) -> None:
+    if not isinstance(v, int) or isinstance(v, bool) or not -(1 << 63) <= v < (1 << 63):
+        raise VectorError("format", "not a 64-bit integer")
 
 
 def check_lake_record(v: dict) -> None:
     if not isinstance(v, dict) or v.get("type") not in LAKE_KEYS:
         raise VectorError("format", "type")
     want = LAKE_KEYS[v["type"]] | {"type", "time-ms"}
-    if set(v) - {"idempotency-key"} != want:
+    if set(v) - {"idempotency-key"} - LAKE_OPTIONAL.get(v["type"], set()) != want:
         raise VectorError("format", "keys")
     _check_common(v)
     t = v["type"]
@@ -1070,6 +1080,18 @@ def check_lake_record(v: dict) -> None:
         _check_uuid(v["table-uuid"])
     if "location" in v:
         _check_location(v["location"])
+    if "lease-id" in v:
+        _check_uuid(v["lease-id"])
+    if "snapshot-id" in v:
+        _int64(v["snapshot-id"])
+    if t == "lease-taken":
+        e = v["expires-ms"]
+        if not isinstance(e, int) or isinstance(e, bool) or not 0 < e < (1 << 63):
+            raise VectorError("format", "expires-ms")
+        if "snapshot-id" not in v and "prefix" not in v:
+            raise VectorError("format", "a lease protects nothing")
+        if "prefix" in v:
+            _check_location(v["prefix"])
 
 
 def check_table_commit(v: dict) -> None:
@@ -2196,6 +2218,23 @@ class Gen:
                 "type": "table-renamed", "from": {"namespace": ["sales"], "name": "orders"},
                 "to": {"namespace": ["sales", "eu"], "name": "orders_v2"}, "table-uuid": tu,
                 "time-ms": T + 5}),
+            ("lease_taken", "lake", {
+                "type": "lease-taken", "lease-id": "5ea5e000-0000-4000-8000-000000000001",
+                "table-uuid": tu, "expires-ms": T + 3_600_000, "snapshot-id": -7,
+                "prefix": loc + "/data/prepared", "time-ms": T + 8, "idempotency-key": "k-2"}),
+            ("lease_taken_snapshot", "lake", {
+                "type": "lease-taken", "lease-id": "5ea5e000-0000-4000-8000-000000000002",
+                "table-uuid": tu, "expires-ms": 1, "snapshot-id": 9223372036854775807,
+                "time-ms": T + 9}),
+            ("lease_released", "lake", {
+                "type": "lease-released", "lease-id": "5ea5e000-0000-4000-8000-000000000001",
+                "time-ms": T + 10}),
+            ("snapshot_protected", "lake", {
+                "type": "snapshot-protected", "table-uuid": tu, "snapshot-id": 123,
+                "time-ms": T + 11}),
+            ("snapshot_unprotected", "lake", {
+                "type": "snapshot-unprotected", "table-uuid": tu,
+                "snapshot-id": -9223372036854775808, "time-ms": T + 12}),
             ("commit_first", "table", {
                 "type": "commit", "metadata-location": prev, "metadata-sha256": digest,
                 "metadata-length": 1234, "time-ms": T + 6}),
@@ -2286,6 +2325,18 @@ class Gen:
                 lambda v: v.update({"metadata-length": (64 << 20) + 1}))
         variant("previous_null", "commit_first", "previous-location null",
                 lambda v: v.update({"previous-location": None}))
+        variant("lease_protects_nothing", "lease_taken", "a lease without snapshot or prefix",
+                lambda v: (v.pop("snapshot-id"), v.pop("prefix")))
+        variant("lease_expires_0", "lease_taken", "expires-ms 0",
+                lambda v: v.update({"expires-ms": 0}))
+        variant("lease_snapshot_float", "lease_taken", "snapshot-id 1.5",
+                lambda v: v.update({"snapshot-id": 1.5}))
+        variant("lease_nil", "lease_released", "the nil lease id",
+                lambda v: v.update({"lease-id": "00000000-0000-0000-0000-000000000000"}))
+        variant("protected_no_snapshot", "snapshot_protected", "no snapshot-id",
+                lambda v: v.pop("snapshot-id"))
+        variant("protected_snapshot_2_63", "snapshot_protected", "snapshot-id 2^63",
+                lambda v: v.update({"snapshot-id": 1 << 63}))
         self.bad_records = bad
         self.lake_namespaces = [(lake, lake_log_namespace(lake)) for lake in ("prod", "a", "x" * 64)]
 
