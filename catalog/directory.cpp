@@ -175,6 +175,7 @@ Res<void> LakeDirectory::apply(const LakeRecord& record) {
     tables.emplace(c->table, TableEntry{c->uuid, c->location});
   } else if (const auto* c = std::get_if<TableDropped>(&change)) {
     tables.erase(c->table);
+    if (c->purgeLocation) purged[c->uuid.text()] = *c->purgeLocation;
   } else if (const auto* c = std::get_if<TableRenamed>(&change)) {
     TableEntry entry = tables.at(c->from);
     tables.erase(c->from);

@@ -55,6 +55,9 @@ class LakeDirectory {
   std::string lake;  // from the log's first record
   std::map<Namespace, Properties> namespaces;
   std::map<TableIdent, TableEntry> tables;
+  // Tables dropped with purge, by UUID (text): their locations, whose unreachable files garbage
+  // collection deletes.
+  std::map<std::string, std::string> purged;
   // Leases by id (text); those expired by the time of a later record are dropped by it.
   std::map<std::string, Lease> leases;
   std::set<std::pair<std::string, std::int64_t>> protectedSnapshots;  // (table UUID, snapshot)

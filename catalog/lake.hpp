@@ -84,6 +84,7 @@ class Lake {
 
   // The lake's root as Iceberg locations spell it: "s3://BUCKET/ROOT" or "file:///DIR".
   const std::string& rootLocation() const { return root_; }
+  const StoreUrl& storeUrl() const { return url_; }
   // The default location of a new table: ROOT/tables/UUID.
   std::string defaultTableLocation(const Uuid& table) const;
   // The object key of a location under the root (s3a:// and s3n:// read as s3://), or

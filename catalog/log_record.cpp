@@ -218,6 +218,7 @@ struct RuleCheck {
   Res<void> operator()(const TableDropped& c) const {
     if (auto ok = checkTable(c.table, "table"); !ok) return ok;
     if (c.uuid.isNil()) return err(Errc::usage, "a table UUID is not nil");
+    if (c.purgeLocation) return checkLocation(*c.purgeLocation, "purge-location");
     return {};
   }
   Res<void> operator()(const LeaseTaken& c) const {
@@ -290,6 +291,7 @@ struct LakeMembers {
     m.emplace("type", "table-dropped");
     m.emplace("table", tableOf(c.table));
     m.emplace("table-uuid", json::string(c.uuid.text()));
+    if (c.purgeLocation) m.emplace("purge-location", json::string(*c.purgeLocation));
   }
   void operator()(const LeaseTaken& c) const {
     m.emplace("type", "lease-taken");
@@ -352,7 +354,8 @@ Res<LakeChange> readLakeChange(const Fields& f, const std::string& type) {
   if (type == "table-dropped") {
     CAIRN_LR_LET(table, f.table("table"));
     CAIRN_LR_LET(uuid, f.uuid("table-uuid"));
-    return LakeChange{TableDropped{std::move(table), uuid}};
+    CAIRN_LR_LET(purge, f.optString("purge-location"));
+    return LakeChange{TableDropped{std::move(table), uuid, std::move(purge)}};
   }
   if (type == "table-renamed") {
     CAIRN_LR_LET(from, f.table("from"));

@@ -61,9 +61,12 @@ struct TableRegistered {
   std::string location;
   friend bool operator==(const TableRegistered&, const TableRegistered&) = default;
 };
+// With purgeLocation (a drop with purgeRequested=true): garbage collection deletes the files
+// under that location that no retained graph reaches (docs/catalog.md, "Garbage collection").
 struct TableDropped {
   TableIdent table;
   Uuid uuid;
+  std::optional<std::string> purgeLocation;
   friend bool operator==(const TableDropped&, const TableDropped&) = default;
 };
 struct TableRenamed {

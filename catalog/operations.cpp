@@ -680,7 +680,7 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
   }
 }
 
-asio::awaitable<Outcome<void>> dropTable(Request& r, const TableIdent& t) {
+asio::awaitable<Outcome<void>> dropTable(Request& r, const TableIdent& t, bool purge) {
   const std::string what = "drop table " + displayName(t);
   const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
     auto it = dir.tables.find(t);
@@ -688,7 +688,9 @@ asio::awaitable<Outcome<void>> dropTable(Request& r, const TableIdent& t) {
       return refuse(404, std::string(kNoSuchTable), "no-such-table",
                     "Table does not exist: " + displayName(t));
     }
-    return LakeChange{TableDropped{t, it->second.uuid}};
+    std::optional<std::string> purgeLocation;
+    if (purge) purgeLocation = it->second.location;
+    return LakeChange{TableDropped{t, it->second.uuid, std::move(purgeLocation)}};
   };
   auto record = co_await changeLake(r, what, build);
   if (!record) co_return failureOf(record);

@@ -97,7 +97,8 @@ boost::asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const Tab
                                                            const std::string& metadataLocation);
 boost::asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& t,
                                                          const CommitTableRequest& commit);
-boost::asio::awaitable<Outcome<void>> dropTable(Request& r, const TableIdent& t);
+// With `purge`, the drop record names the table's location for garbage collection.
+boost::asio::awaitable<Outcome<void>> dropTable(Request& r, const TableIdent& t, bool purge);
 boost::asio::awaitable<Outcome<void>> renameTable(Request& r, const TableIdent& from,
                                                   const TableIdent& to);
 

@@ -896,18 +896,14 @@ asio::awaitable<ServerResponse> CatalogService::Impl::oneTable(const ServerReque
   auto query = queryOf(req.query);
   if (!query) co_return badRequest("invalid-request", "the query string does not decode");
   if (req.method == "DELETE") {
-    if (auto purge = query->find("purgeRequested"); purge != query->end()) {
-      if (purge->second != "true" && purge->second != "false") {
+    bool purge = false;
+    if (auto p = query->find("purgeRequested"); p != query->end()) {
+      if (p->second != "true" && p->second != "false") {
         co_return badRequest("invalid-request", "purgeRequested is true or false");
       }
-      if (purge->second == "true") {
-        co_return error(406, "UnsupportedOperationException", "purge-not-supported",
-                        "dropping with purge is refused: the catalog deletes files only by "
-                        "garbage collection over the verified reachability graph, which this "
-                        "version does not run; drop without purgeRequested");
-      }
+      purge = p->second == "true";  // the files go by garbage collection (cairn lake gc)
     }
-    auto dropped = co_await dropTable(r, t);
+    auto dropped = co_await dropTable(r, t, purge);
     co_return dropped ? noContent() : error(dropped.error());
   }
   if (req.method == "POST") {

@@ -23,7 +23,7 @@ cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
 if [ "$flavour" = fuzz ]; then
   cmake --build "$dir" -j "$jobs" --target fuzz_head fuzz_journal_header fuzz_frames \
     fuzz_segment fuzz_manifest fuzz_publisher_state fuzz_vacuum_lease fuzz_sha256_lane \
-    fuzz_table_metadata fuzz_commit_request fuzz_log_record
+    fuzz_table_metadata fuzz_commit_request fuzz_log_record fuzz_iceberg_files
 else
   cmake --build "$dir" -j "$jobs"
 fi

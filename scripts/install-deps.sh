@@ -3,17 +3,17 @@
 set -euo pipefail
 
 # Boost: the headers and Boost.JSON only (libboost1.81-all-dev would pull in OpenMPI).
-# The catalog: Avro C (Iceberg manifests), python3-avro (test manifests written apart),
-# python3-prometheus-client (a real parser of the metrics format), python3-yaml and
-# python3-jsonschema (responses checked against the REST spec's schemas); spin: the protocol
-# models. Node.js 20 and npm (for the iceberg-js client) come with the machine (NodeSource's
-# nodejs package): Debian's npm package would pull in Debian's older nodejs, so they are checked,
-# not installed.
+# The catalog: Avro C (Iceberg manifests) and zlib (deflate blocks bounded before Avro C reads
+# them), python3-avro (test manifests written apart), python3-prometheus-client (a real parser
+# of the metrics format), python3-yaml and python3-jsonschema (responses checked against the
+# REST spec's schemas); spin: the protocol models. Node.js 20 and npm (for the iceberg-js
+# client) come with the machine (NodeSource's nodejs package): Debian's npm package would pull
+# in Debian's older nodejs, so they are checked, not installed.
 packages=(
   cmake ninja-build g++ ccache pkg-config python3 clang-format
   libboost1.81-dev libboost-json1.81-dev liburing-dev libssl-dev libsimdjson-dev catch2
   libcli11-dev libpugixml-dev libfmt-dev libspdlog-dev libbenchmark-dev clang-14
-  libclang-rt-14-dev spin libavro-dev python3-avro python3-prometheus-client
+  libclang-rt-14-dev spin libavro-dev zlib1g-dev python3-avro python3-prometheus-client
   python3-yaml python3-jsonschema
 )
 missing=()

@@ -1,4 +1,5 @@
 // The catalog's commands (docs/catalog.md): `lake create`, `token create` and `serve`.
+#include <unistd.h>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "catalog/config.hpp"
+#include "catalog/gc.hpp"
 #include "catalog/lake.hpp"
 #include "catalog/log.hpp"
 #include "catalog/names.hpp"
@@ -529,6 +531,120 @@ int runLakeExpire(const LakeExpireOptions& o) {
       });
 }
 
+struct LakeGcOptions {
+  std::string config;
+  std::string lake;
+  std::int64_t graceSeconds = kGcDefaultGraceSeconds;
+  bool apply = false;
+  bool json = false;
+};
+
+constexpr std::size_t kGcKeysPrinted = 1000;  // candidate keys in --json and on the terminal
+
+JsonObject gcCounts(const std::map<std::string, GcCount>& counts) {
+  JsonObject o;
+  for (const auto& [cls, c] : counts) {
+    o.add(cls, JsonObject{}.add("files", c.files).add("bytes", c.bytes));
+  }
+  return o;
+}
+
+// Garbage collection over the verified reachability graph (catalog/gc.hpp), a dry run unless
+// --apply.
+int runLakeGc(const LakeGcOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  if (o.graceSeconds < 0) {
+    return reportJson(o.json, Error{Errc::usage, "--grace-seconds is 0 or more"}, 0);
+  }
+  return runOnLake(
+      o.config, o.lake, o.json, 64u << 20,
+      [&](Lake& lake, const CatalogConfig&) -> asio::awaitable<int> {
+        GcOptions options;
+        options.graceSeconds = o.graceSeconds;
+        options.apply = o.apply;
+        options.nowUnixSeconds = unixSecondsNow();
+        if (!o.json && ::isatty(STDERR_FILENO)) {
+          options.progress = [](const std::string& text) {
+            std::fprintf(stderr, "gc: %s\n", text.c_str());
+          };
+        }
+        OperationBudget budget;
+        auto result = co_await collectGarbage(lake, options, budget);
+        const GcReport& r = result ? *result : result.error().second;
+        auto body = [&](JsonObject j) {
+          JsonArray keys;
+          for (std::size_t i = 0; i < r.candidateKeys.size() && i < kGcKeysPrinted; ++i) {
+            keys.add(JsonObject{}.add("key", r.candidateKeys[i]));
+          }
+          return j.add("lake", o.lake)
+              .add("apply", o.apply)
+              .add("grace_seconds", o.graceSeconds)
+              .add("tables", r.tables)
+              .add("purged_tables", r.purgedTables)
+              .add("versions", r.versions)
+              .add("reachable", gcCounts(r.reachable))
+              .add("listed", JsonObject{}.add("files", r.listed.files).add("bytes", r.listed.bytes))
+              .add("kept", gcCounts(r.kept))
+              .add("candidates", gcCounts(r.candidates))
+              .add("candidate_keys", std::move(keys))
+              .add("candidate_keys_truncated", r.candidateKeys.size() > kGcKeysPrinted)
+              .add("deleted",
+                   JsonObject{}.add("files", r.deleted.files).add("bytes", r.deleted.bytes))
+              .add("rewalked", r.rewalked)
+              .add("seconds", secondsSince(started));
+        };
+        if (!result) {
+          const Error& e = result.error().first;
+          if (o.json) {
+            printJson(body(JsonObject{}
+                               .add("ok", false)
+                               .add("error", errcName(e.code))
+                               .add("key", e.key)
+                               .add("reason", e.message)));
+          }
+          if (r.deleted.files > 0) {
+            std::fprintf(stderr, "cairn: %llu files were deleted before the failure\n",
+                         static_cast<unsigned long long>(r.deleted.files));
+          }
+          co_return report(e);
+        }
+        if (o.json) {
+          printJson(body(JsonObject{}.add("ok", true)));
+          co_return 0;
+        }
+        std::uint64_t files = 0, bytes = 0;
+        for (const auto& [_, c] : r.candidates) {
+          files += c.files;
+          bytes += c.bytes;
+        }
+        std::printf("%llu tables, %llu retained versions walked, %llu files reachable\n",
+                    static_cast<unsigned long long>(r.tables),
+                    static_cast<unsigned long long>(r.versions), [&] {
+                      unsigned long long n = 0;
+                      for (const auto& [_, c] : r.reachable) n += c.files;
+                      return n;
+                    }());
+        for (const auto& [cls, c] : r.kept) {
+          std::printf("kept %s: %llu files, %llu bytes\n", cls.c_str(),
+                      static_cast<unsigned long long>(c.files),
+                      static_cast<unsigned long long>(c.bytes));
+        }
+        for (std::size_t i = 0; i < r.candidateKeys.size() && i < kGcKeysPrinted; ++i) {
+          std::printf("%s %s\n", o.apply ? "deleted" : "unreachable", r.candidateKeys[i].c_str());
+        }
+        if (o.apply) {
+          std::printf("%llu files deleted (%llu bytes); the walk after the deletes holds\n",
+                      static_cast<unsigned long long>(r.deleted.files),
+                      static_cast<unsigned long long>(r.deleted.bytes));
+        } else {
+          std::printf("dry run: %llu files (%llu bytes) unreachable; --apply deletes them\n",
+                      static_cast<unsigned long long>(files),
+                      static_cast<unsigned long long>(bytes));
+        }
+        co_return 0;
+      });
+}
+
 struct TokenCreateOptions {
   std::string config;
   std::string lake;
@@ -693,6 +809,17 @@ void addCatalogCommands(CLI::App& app, int& exitCode) {
   expire->add_flag("--apply", lakeExpire->apply, "commit the removals");
   expire->add_flag("--json", lakeExpire->json, "one JSON object on standard output");
   expire->callback([lakeExpire, &exitCode] { exitCode = runLakeExpire(*lakeExpire); });
+
+  auto lakeGc = std::make_shared<LakeGcOptions>();
+  auto* gc = lake->add_subcommand(
+      "gc", "delete the table files no retained graph reaches (a dry run unless --apply)");
+  gc->add_option("--config", lakeGc->config, "the configuration file")->required();
+  gc->add_option("--lake", lakeGc->lake, "the lake")->required();
+  gc->add_option("--grace-seconds", lakeGc->graceSeconds,
+                 "keep files younger than this (default 259200, 3 days)");
+  gc->add_flag("--apply", lakeGc->apply, "delete them, then walk again");
+  gc->add_flag("--json", lakeGc->json, "one JSON object on standard output");
+  gc->callback([lakeGc, &exitCode] { exitCode = runLakeGc(*lakeGc); });
 
   auto lakePolicy = std::make_shared<LakePolicyOptions>();
   auto* policy = lake->add_subcommand(

@@ -38,7 +38,10 @@ std::map<std::string, LakeRecord> lakeRecords() {
   m["namespace_dropped"] = LakeRecord{NamespaceDropped{{"tmp"}}, 0, std::nullopt};
   m["table_registered"] =
       LakeRecord{TableRegistered{{{"sales"}, "orders"}, kTable, kLoc}, T + 3, "k-1"};
-  m["table_dropped"] = LakeRecord{TableDropped{{{"sales"}, "orders"}, kTable}, T + 4, std::nullopt};
+  m["table_dropped"] =
+      LakeRecord{TableDropped{{{"sales"}, "orders"}, kTable, std::nullopt}, T + 4, std::nullopt};
+  m["table_dropped_purge"] =
+      LakeRecord{TableDropped{{{"sales"}, "orders"}, kTable, kLoc}, T + 4, "k-drop"};
   m["table_renamed"] =
       LakeRecord{TableRenamed{{{"sales"}, "orders"}, {{"sales", "eu"}, "orders_v2"}, kTable}, T + 5,
                  std::nullopt};

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -240,3 +241,23 @@ def catalog_call(port, token, method, path, body=None, headers=None, lenient=Fal
         if lenient:
             return r.status, {}
         raise
+
+
+def catalog_stories(lake, story):
+    """Runs story(label, store, config, server, token) on each test store: a lake `lake` created
+    there, a read-write token, one `cairn serve` (stopped after, exit 0 checked); then finish()."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, store in test_stores(tmp):
+            started = time.monotonic()
+            config = os.path.join(tmp, f"{label}.json")
+            check(run("lake", "create", "--config", config, "--store", store, "--lake", lake,
+                      "--json").returncode == 0, f"{label}: lake create")
+            tok = js(run("token", "create", "--config", config, "--lake", lake, "--role",
+                         "read-write", "--json")).get("token", "")
+            server = CatalogServer(config)
+            try:
+                story(label, store, config, server, tok)
+            finally:
+                check(server.stop() == 0, f"{label}: serve exits 0")
+            print(f"{label}: {time.monotonic() - started:.1f} s")
+    finish()

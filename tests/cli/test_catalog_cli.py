@@ -732,8 +732,6 @@ class Scenario:
 
         is_error(c("DELETE", "/v1/alpha/namespaces/other"), 409, "NamespaceNotEmptyException",
                  "namespace-not-empty", w("drop a namespace that holds a table"))
-        is_error(c("DELETE", "/v1/alpha/namespaces/other/tables/moved?purgeRequested=true"), 406,
-                 "UnsupportedOperationException", "purge-not-supported", w("drop with purge"))
 
         # Register: a metadata file of a table made here, after that table is dropped.
         r = c("GET", "/v1/alpha/namespaces/other/tables/moved")

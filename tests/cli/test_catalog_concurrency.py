@@ -26,7 +26,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_support import CatalogServer, cairn, catalog_call, chain_ok, check, finish, js, run, test_stores# noqa: E402
+from cli_support import CatalogServer, cairn, catalog_call, chain_ok, check, finish, js, run, test_stores  # noqa: E402
 
 COMMITTERS = 16
 COMMITS_EACH = 4

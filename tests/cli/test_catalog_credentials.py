@@ -26,7 +26,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_support import CatalogServer, cairn, check, finish, js, run# noqa: E402
+from cli_support import CatalogServer, cairn, check, finish, js, run  # noqa: E402
 
 REQUIRED = os.environ.get("CI") == "true" or os.environ.get("CAIRN_REQUIRE_S3") == "1"
 

@@ -10,11 +10,10 @@ Usage: test_catalog_history.py /path/to/cairn
 import json
 import os
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_support import CatalogServer, cairn, check, finish, js, run, test_stores# noqa: E402
+from cli_support import catalog_stories, check, js, run  # noqa: E402
 
 DAY = 24 * 3600 * 1000
 
@@ -28,20 +27,7 @@ def snapshot(sid, parent, seq, ts, location):
     return s
 
 
-def scenario(label, store, tmp):
-    config = os.path.join(tmp, f"{label}.json")
-    check(run("lake", "create", "--config", config, "--store", store, "--lake", "h",
-              "--json").returncode == 0, f"{label}: lake create")
-    tok = js(run("token", "create", "--config", config, "--lake", "h", "--role", "read-write",
-                 "--json")).get("token", "")
-    server = CatalogServer(config)
-    try:
-        story(label, config, server, tok)
-    finally:
-        check(server.stop() == 0, f"{label}: serve exits 0")
-
-
-def story(label, config, server, tok):  # noqa: C901 (one story, step by step)
+def story(label, store, config, server, tok):  # noqa: C901 (one story, step by step)
     base = "/v1/h/namespaces/ns/tables"
     table = base + "/t"
     st, _ = server.call(tok, "POST", "/v1/h/namespaces", {"namespace": ["ns"]})
@@ -133,14 +119,5 @@ def story(label, config, server, tok):  # noqa: C901 (one story, step by step)
           f"{label}: what stays: main's 104, the tag's 301")
 
 
-def main():
-    with tempfile.TemporaryDirectory() as tmp:
-        for label, store in test_stores(tmp):
-            started = time.monotonic()
-            scenario(label, store, tmp)
-            print(f"{label}: {time.monotonic() - started:.1f} s")
-    finish()
-
-
 if __name__ == "__main__":
-    main()
+    catalog_stories("h", story)

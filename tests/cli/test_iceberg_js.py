@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_support import CatalogServer, cairn, chain_ok, check, finish, js, run, test_stores# noqa: E402
+from cli_support import CatalogServer, cairn, chain_ok, check, finish, js, run, test_stores  # noqa: E402
 
 JS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "catalog", "js")
 LOCK = os.path.join(JS_DIR, "package-lock.json")

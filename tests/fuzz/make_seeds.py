@@ -41,6 +41,9 @@ def main() -> int:
     for name, kind, data in g.records:
         # First byte: which decoder (even: the lake log's, odd: a table log's).
         write("log_record", name, (b"\x00" if kind == "lake" else b"\x01") + data)
+    for name, kind, data, _ in g.avro_files + g.bad_avro_files:
+        # First byte: which reader (even: the manifest list's, odd: the manifest's).
+        write("iceberg_files", name, (b"\x00" if kind == "list" else b"\x01") + data)
     return 0
 
 

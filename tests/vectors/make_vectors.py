@@ -29,6 +29,7 @@ import json
 import os
 import struct
 import sys
+import zlib
 
 # ---------------------------------------------------------------------------------------------
 # Limits (docs/formats.md, "Limits")
@@ -1034,7 +1035,7 @@ LAKE_KEYS = {
     "snapshot-protected": {"table-uuid", "snapshot-id"},
     "snapshot-unprotected": {"table-uuid", "snapshot-id"},
 }
-LAKE_OPTIONAL = {"lease-taken": {"snapshot-id", "prefix"}}
+LAKE_OPTIONAL = {"lease-taken": {"snapshot-id", "prefix"}, "table-dropped": {"purge-location"}}
 
 
 def _int64(v) -> None:
@@ -1080,6 +1081,8 @@ def check_lake_record(v: dict) -> None:
         _check_uuid(v["table-uuid"])
     if "location" in v:
         _check_location(v["location"])
+    if "purge-location" in v:
+        _check_location(v["purge-location"])
     if "lease-id" in v:
         _check_uuid(v["lease-id"])
     if "snapshot-id" in v:
@@ -1898,6 +1901,7 @@ class Gen:
         self.build_publisher_states()
         self.build_vacuum_leases()
         self.build_log_records()
+        self.build_avro_files()
 
     # -- publisher state -------------------------------------------------------------------
 
@@ -2214,6 +2218,10 @@ class Gen:
             ("table_dropped", "lake", {
                 "type": "table-dropped", "table": {"namespace": ["sales"], "name": "orders"},
                 "table-uuid": tu, "time-ms": T + 4}),
+            ("table_dropped_purge", "lake", {
+                "type": "table-dropped", "table": {"namespace": ["sales"], "name": "orders"},
+                "table-uuid": tu, "purge-location": loc, "time-ms": T + 4,
+                "idempotency-key": "k-drop"}),
             ("table_renamed", "lake", {
                 "type": "table-renamed", "from": {"namespace": ["sales"], "name": "orders"},
                 "to": {"namespace": ["sales", "eu"], "name": "orders_v2"}, "table-uuid": tu,
@@ -2307,6 +2315,10 @@ class Gen:
                 lambda v: v.update(missing=["a"]))
         variant("missing_absent", "namespace_updated", "no missing member",
                 lambda v: v.pop("missing"))
+        variant("purge_location_empty", "table_dropped_purge", "an empty purge-location",
+                lambda v: v.update({"purge-location": ""}))
+        variant("purge_location_number", "table_dropped_purge", "a purge-location that is a number",
+                lambda v: v.update({"purge-location": 7}))
         variant("rename_to_itself", "table_renamed", "the same source and destination",
                 lambda v: v.update(to=v["from"]))
         variant("location_space", "table_registered", "a space in the location",
@@ -2339,6 +2351,96 @@ class Gen:
                 lambda v: v.update({"snapshot-id": 1 << 63}))
         self.bad_records = bad
         self.lake_namespaces = [(lake, lake_log_namespace(lake)) for lake in ("prod", "a", "x" * 64)]
+
+    def build_avro_files(self) -> None:
+        loc = "s3://cairn-test/lakes/prod/tables/0e2b1d4c-6a8f-4e3b-9c1d-2f4a6b8c0d1e"
+        lists = [(f"{loc}/metadata/m0.avro", 4242, 0, 0), (f"{loc}/metadata/m1.avro", 1, 1, 3),
+                 ("s3a://other/x\u00e9.avro", 64 << 20, 0, 0)]
+        manifest = [(1, 0, f"{loc}/data/a.parquet", 100, 7), (0, 1, f"{loc}/data/del.parquet", 0,
+                                                              None),
+                    (2, 2, f"{loc}/data/eq.parquet", (1 << 62), 7)]
+        v1 = [(1, None, f"{loc}/data/v1.parquet", 5, 7)]
+
+        def list_text(entries):
+            return "".join(f"{p} {n} {c}\n" for p, n, c, _ in entries)
+
+        def manifest_text(entries):
+            return "".join(f"{st} {c or 0} {p} {n}\n" for st, c, p, n, _ in entries)
+
+        list_records = [avro_list_entry(p, n, c, parts) for p, n, c, parts in lists]
+        man_records = [avro_manifest_entry(st, c, p, n, snap) for st, c, p, n, snap in manifest]
+        self.avro_files = [
+            ("list_null", "list", avro_container(AVRO_LIST_SCHEMA, list_records), list_text(lists)),
+            ("list_deflate", "list", avro_container(AVRO_LIST_SCHEMA, list_records, "deflate"),
+             list_text(lists)),
+            ("list_empty", "list", avro_container(AVRO_LIST_SCHEMA, []), ""),
+            ("manifest_v2", "manifest", avro_container(avro_manifest_schema(True), man_records,
+                                                        "deflate"), manifest_text(manifest)),
+            ("manifest_v1", "manifest",
+             avro_container(avro_manifest_schema(False),
+                            [avro_manifest_entry(st, c, p, n, s) for st, c, p, n, s in v1]),
+             manifest_text(v1)),
+        ]
+        good_list = self.avro_files[0][2]
+        good_manifest = avro_container(avro_manifest_schema(True), man_records)
+        no_path = dict(AVRO_LIST_SCHEMA, fields=AVRO_LIST_SCHEMA["fields"][1:])
+        block_at = len(good_list) - 16 - len(b"".join(list_records)) - \
+            len(avro_long(len(b"".join(list_records)))) - len(avro_long(len(list_records)))
+        self.bad_avro_files = [
+            ("no_magic", "list", b"Obx\x01" + good_list[4:], "magic Obx\\x01"),
+            ("truncated", "list", good_list[:-10], "the last 10 bytes cut"),
+            ("sync_differs", "list", good_list[:-1] + b"\xff", "the block's sync marker differs"),
+            ("block_past_end", "list",
+             good_list[:block_at] + avro_long(len(list_records)) +
+             avro_long(len(b"".join(list_records)) + 100) + b"".join(list_records) +
+             good_list[-16:], "a block declaring 100 bytes more than there are"),
+            ("negative_count", "list",
+             good_list[:block_at] + avro_long(-1) + good_list[block_at + 1:],
+             "a block count of -1"),
+            ("codec_snappy", "list", avro_container(AVRO_LIST_SCHEMA, list_records, "snappy"),
+             "codec snappy"),
+            ("no_manifest_path", "list",
+             avro_container(no_path, [r[len(avro_str(p)):] for r, (p, _, _, _) in
+                                      zip(list_records, lists)]),
+             "a manifest list without manifest_path"),
+            ("length_0", "list", avro_container(AVRO_LIST_SCHEMA, [avro_list_entry("a", 0, 0)]),
+             "manifest_length 0"),
+            ("content_2_list", "list",
+             avro_container(AVRO_LIST_SCHEMA, [avro_list_entry("a", 1, 2)]),
+             "a manifest's content 2"),
+            ("empty_path", "list", avro_container(AVRO_LIST_SCHEMA, [avro_list_entry("", 1, 0)]),
+             "an empty manifest_path"),
+            ("status_3", "manifest",
+             avro_container(avro_manifest_schema(True), [avro_manifest_entry(3, 0, "a", 1)]),
+             "entry status 3"),
+            ("negative_size", "manifest",
+             avro_container(avro_manifest_schema(True), [avro_manifest_entry(1, 0, "a", -1)]),
+             "file_size_in_bytes -1"),
+            ("list_as_manifest", "manifest", good_list, "a manifest list read as a manifest"),
+            ("manifest_as_list", "list", good_manifest, "a manifest read as a manifest list"),
+            ("schema_not_record", "list",
+             avro_container("string", [avro_str("x")]), "records that are strings"),
+            ("empty", "list", b"", "no bytes"),
+            ("array_of_null", "list",
+             avro_container({"type": "record", "name": "r", "fields": [
+                 {"name": "manifest_path", "type": "string"},
+                 {"name": "n", "type": {"type": "array", "items": "null"}}]},
+                 [avro_str("a") + avro_long(1 << 60)]),
+             "an array of nulls: 2^60 of them in 9 bytes"),
+            ("string_past_block", "list",
+             avro_container(AVRO_LIST_SCHEMA, [avro_long(1 << 40) + b"x"]),
+             "a manifest_path declaring 2^40 bytes in a block of a few"),
+            ("union_branch_5", "list",
+             avro_container(AVRO_LIST_SCHEMA, [avro_str("a") + avro_long(1) + avro_long(0) +
+                                               avro_long(0) + avro_long(7) + avro_long(5)]),
+             "a union branch 5 of 2"),
+            ("block_extra_bytes", "list",
+             avro_container(AVRO_LIST_SCHEMA, [avro_list_entry("a", 1, 0) + b"\x00"]),
+             "a block holding a byte more than its one record"),
+            ("deflate_garbage", "list",
+             good_list[:block_at].replace(b"\x08null", b"\x0edeflate") +
+             good_list[block_at:], "codec deflate over bytes that do not inflate"),
+        ]
 
     def bad_image(self, name: str) -> bytes:
         for n, image, *_ in self.bad_heads:
@@ -2608,6 +2710,18 @@ class Gen:
         for name, kind, data, why in self.bad_records:
             w(f'    {{"{name}", "{kind}", {strlit(data)}, {len(data)}u, {strlit(why.encode())}}},')
         w("};")
+        w("// Iceberg manifest lists and manifests as Avro container files (catalog/iceberg_files.hpp),")
+        w("// written by this script's own encoder; hex.")
+        w("inline constexpr AvroFileVector kAvroFiles[] = {")
+        for name, kind, data, entries in self.avro_files:
+            w(f'    {{"{name}", "{kind}", {hexlit(data)},')
+            w(f'     {strlit(entries.encode())}}},')
+        w("};")
+        w("// Avro files the readers must refuse (code format).")
+        w("inline constexpr BadAvroFileVector kBadAvroFiles[] = {")
+        for name, kind, data, why in self.bad_avro_files:
+            w(f'    {{"{name}", "{kind}", {hexlit(data)}, {strlit(why.encode())}}},')
+        w("};")
         w("// Lake ids and their lake log namespaces.")
         w("inline constexpr LakeNamespaceVector kLakeNamespaces[] = {")
         for lake, ns in self.lake_namespaces:
@@ -2636,6 +2750,90 @@ class Gen:
                 fh.write(code + "\n")
             count += 1
         return count
+
+
+# -- Avro object container files (Iceberg manifest lists and manifests), written here with the
+# standard library only: zig-zag varints, length-prefixed strings, one data block.
+
+def avro_long(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def avro_str(b: bytes | str) -> bytes:
+    if isinstance(b, str):
+        b = b.encode()
+    return avro_long(len(b)) + b
+
+
+def avro_container(schema: dict, records: list[bytes], codec: str = "null",
+                   sync: bytes = bytes(range(16))) -> bytes:
+    meta = [(b"avro.schema", json.dumps(schema, separators=(",", ":")).encode()),
+            (b"avro.codec", codec.encode())]
+    out = b"Obj\x01" + avro_long(len(meta))
+    for k, v in meta:
+        out += avro_str(k) + avro_str(v)
+    out += avro_long(0) + sync
+    data = b"".join(records)
+    if codec == "deflate":
+        c = zlib.compressobj(9, zlib.DEFLATED, -15)
+        data = c.compress(data) + c.flush()
+    return out + avro_long(len(records)) + avro_long(len(data)) + data + sync
+
+
+AVRO_LIST_SCHEMA = {"type": "record", "name": "manifest_file", "fields": [
+    {"name": "manifest_path", "type": "string", "field-id": 500},
+    {"name": "manifest_length", "type": "long", "field-id": 501},
+    {"name": "partition_spec_id", "type": "int", "field-id": 502},
+    {"name": "content", "type": "int", "field-id": 517},
+    {"name": "added_snapshot_id", "type": "long", "field-id": 503},
+    {"name": "partitions", "field-id": 507, "type": ["null", {"type": "array", "items": {
+        "type": "record", "name": "r508", "fields": [
+            {"name": "contains_null", "type": "boolean", "field-id": 509},
+            {"name": "lower_bound", "type": ["null", "bytes"], "field-id": 510}]}}]}]}
+
+
+def avro_list_entry(path: str, length: int, content: int, partitions: int = 0) -> bytes:
+    out = avro_str(path) + avro_long(length) + avro_long(0) + avro_long(content) + avro_long(7)
+    if not partitions:
+        return out + avro_long(0)  # union branch 0: null
+    out += avro_long(1) + avro_long(partitions)
+    for i in range(partitions):
+        out += b"\x01" + avro_long(1) + avro_str(bytes([i]))
+    return out + avro_long(0)
+
+
+def avro_manifest_schema(with_content: bool) -> dict:
+    data_file = [{"name": "file_path", "type": "string", "field-id": 100},
+                 {"name": "file_format", "type": "string", "field-id": 101},
+                 {"name": "partition", "field-id": 102,
+                  "type": {"type": "record", "name": "r102", "fields": []}},
+                 {"name": "record_count", "type": "long", "field-id": 103},
+                 {"name": "file_size_in_bytes", "type": "long", "field-id": 104}]
+    if with_content:
+        data_file.insert(0, {"name": "content", "type": "int", "field-id": 134})
+    return {"type": "record", "name": "manifest_entry", "fields": [
+        {"name": "status", "type": "int", "field-id": 0},
+        {"name": "snapshot_id", "type": ["null", "long"], "field-id": 1},
+        {"name": "data_file", "field-id": 2,
+         "type": {"type": "record", "name": "r2", "fields": data_file}}]}
+
+
+def avro_manifest_entry(status: int, content: int | None, path: str, size: int,
+                        snapshot: int | None = 7) -> bytes:
+    out = avro_long(status)
+    out += avro_long(0) if snapshot is None else avro_long(1) + avro_long(snapshot)
+    if content is not None:
+        out += avro_long(content)
+    return out + avro_str(path) + avro_str("PARQUET") + avro_long(10) + avro_long(size)
 
 
 STRUCTS = """\
@@ -2819,6 +3017,21 @@ struct BadLogRecordVector {
 struct LakeNamespaceVector {
   std::string_view lake;
   std::string_view ns;
+};
+
+struct AvroFileVector {
+  std::string_view name;
+  std::string_view kind;  // "list" (readManifestList) or "manifest" (readManifest)
+  std::string_view hex;
+  // The entries, one per line: list "path length content", manifest "status content path size".
+  std::string_view entries;
+};
+
+struct BadAvroFileVector {
+  std::string_view name;
+  std::string_view kind;
+  std::string_view hex;
+  std::string_view why;
 };
 
 struct VacuumLeaseVector {
