@@ -273,6 +273,43 @@ asio::awaitable<Res<void>> walkTable(Lake& lake, Walk& walk, TableState& t,
   co_return Res<void>{};
 }
 
+// A reachable file not seen in a listing: it must exist, with the size its parent records.
+asio::awaitable<Res<void>> checkExists(Lake& lake, OperationBudget& budget, const std::string& key,
+                                       const Reached& r, const std::string& when) {
+  CAIRN_CO_TRY(budget.reserve(0, 0, 1, key));
+  auto info = co_await lake.store().head(key);
+  if (!info) {
+    Error e = storeError(info.error(), key).error;
+    e.message = when + key + " (named by " + r.what + "): " + e.message;
+    co_return Failure<Error>{std::move(e)};
+  }
+  if (r.size >= 0 && std::uint64_t(r.size) != info->size) {
+    co_return err(Errc::corrupt, when + key + " is " + std::to_string(info->size) + " bytes; " +
+                                     r.what + " says " + std::to_string(r.size));
+  }
+  co_return Res<void>{};
+}
+
+// The walk after the deletes: every live file a retained graph reaches must still be there.
+asio::awaitable<Res<void>> walkAgain(Lake& lake, OperationBudget& budget) {
+  GcReport second;
+  Walk rewalk(lake, budget, second);
+  const std::set<std::int64_t> noneHeld;
+  auto dir = co_await lake.directory(budget);
+  if (!dir) co_return failureOf(dir);
+  for (const auto& [ident, entry] : (*dir)->dir.tables) {
+    TableState t;
+    t.uuid = entry.uuid;
+    t.name = displayName(ident);
+    CAIRN_CO_TRY(co_await walkTable(lake, rewalk, t, noneHeld, budget, second));
+  }
+  const std::string when = "after the deletes, ";
+  for (const auto& [key, r] : rewalk.files) {
+    if (r.required) CAIRN_CO_TRY(co_await checkExists(lake, budget, key, r, when));
+  }
+  co_return Res<void>{};
+}
+
 }  // namespace
 
 asio::awaitable<Result<GcReport, std::pair<Error, GcReport>>> collectGarbage(
@@ -413,18 +450,9 @@ asio::awaitable<Result<GcReport, std::pair<Error, GcReport>>> collectGarbage(
       co_return fail(Error{Errc::missing, key + " is missing (named by " + r.what +
                                               "): the graph does not verify, nothing is deleted"});
     }
-    auto reserved = budget.reserve(0, 0, 1, key);
-    if (!reserved) co_return fail(reserved.error());
-    auto info = co_await lake.store().head(key);
-    if (!info) {
-      Error e = storeError(info.error(), key).error;
-      e.message += " (named by " + r.what + "): the graph does not verify, nothing is deleted";
-      co_return fail(std::move(e));
-    }
-    if (r.size >= 0 && std::uint64_t(r.size) != info->size) {
-      co_return fail(Error{Errc::corrupt, key + " is " + std::to_string(info->size) + " bytes; " +
-                                              r.what + " says " + std::to_string(r.size)});
-    }
+    const std::string when = "the graph does not verify, nothing is deleted: ";
+    auto exists = co_await checkExists(lake, budget, key, r, when);
+    if (!exists) co_return fail(exists.error());
   }
 
   // 3. With --apply: each table again (a commit since the walk keeps what it reaches; a lease
@@ -475,29 +503,8 @@ asio::awaitable<Result<GcReport, std::pair<Error, GcReport>>> collectGarbage(
   }
 
   // 4. The walk again: every live file a retained graph reaches must still be there.
-  GcReport second;
-  Walk rewalk(lake, budget, second);
-  const std::set<std::int64_t> noneHeld;
-  auto dir2 = co_await lake.directory(budget);
-  if (!dir2) co_return fail(dir2.error());
-  for (const auto& [ident, entry] : (*dir2)->dir.tables) {
-    TableState t;
-    t.uuid = entry.uuid;
-    t.name = displayName(ident);
-    auto walked = co_await walkTable(lake, rewalk, t, noneHeld, budget, second);
-    if (!walked) co_return fail(walked.error());
-  }
-  for (const auto& [key, r] : rewalk.files) {
-    if (!r.required) continue;
-    auto reserved = budget.reserve(0, 0, 1, key);
-    if (!reserved) co_return fail(reserved.error());
-    auto info = co_await lake.store().head(key);
-    if (!info) {
-      Error e = storeError(info.error(), key).error;
-      e.message = "after the deletes, " + key + " (named by " + r.what + "): " + e.message;
-      co_return fail(std::move(e));
-    }
-  }
+  auto again = co_await walkAgain(lake, budget);
+  if (!again) co_return fail(again.error());
   report.rewalked = true;
   co_return report;
 }
