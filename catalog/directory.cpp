@@ -96,6 +96,9 @@ Res<void> LakeDirectory::check(const LakeChange& change) const {
     if (auto other = tableOf(c->uuid)) {
       return conflict("Table UUID " + c->uuid.text() + " is registered as " + displayName(*other));
     }
+    if (forkLogsEver_.count(c->uuid.text())) {
+      return conflict("Table UUID " + c->uuid.text() + " is a branch-local log's");
+    }
     for (const auto& [ident, entry] : tables) {
       if (locationsOverlap(entry.location, c->location)) {
         return Failure<Error>{Error{Errc::conflict,
@@ -148,6 +151,63 @@ Res<void> LakeDirectory::check(const LakeChange& change) const {
     if (auto ok = needNamespace(c->to.ns); !ok) return ok;
     return needFree(c->to);
   }
+  return checkBranch(change);
+}
+
+Res<void> LakeDirectory::checkBranch(const LakeChange& change) const {
+  auto needBranch = [&](const std::string& name) -> Res<void> {
+    if (!branches.count(name)) return missing(kMissingBranch, "Branch does not exist: " + name);
+    return {};
+  };
+  if (const auto* c = std::get_if<BranchCreated>(&change)) {
+    if (branches.count(c->name)) return conflict("Branch already exists: " + c->name);
+    if (branches.size() >= kMaxBranches) {
+      return conflict("the lake holds " + std::to_string(kMaxBranches) + " branches already");
+    }
+    if (c->parent) {
+      if (auto ok = needBranch(*c->parent); !ok) return ok;
+      if (branches.at(*c->parent).depth >= kMaxBranchDepth) {
+        return err(Errc::usage, "a branch of " + *c->parent + " would be " +
+                                    std::to_string(kMaxBranchDepth + 1) +
+                                    " deep: branches nest at most " +
+                                    std::to_string(kMaxBranchDepth) + " deep");
+      }
+    }
+    return {};
+  }
+  if (const auto* c = std::get_if<BranchDropped>(&change)) {
+    auto it = branches.find(c->name);
+    if (it == branches.end() || it->second.id != c->id) {
+      return missing(kMissingBranch, "Branch does not exist: " + c->name);
+    }
+    if (auto children = childrenOf(c->name); !children.empty()) {
+      return conflict("Branch " + c->name + " has branches of its own (" + children.front() +
+                      "): drop them first");
+    }
+    return {};
+  }
+  if (const auto* c = std::get_if<BranchForked>(&change)) {
+    if (auto ok = needBranch(c->branch); !ok) return ok;
+    if (!tableOf(c->table))
+      return missing(kMissingTable, "Table " + c->table.text() + " is not in the lake");
+    if (forks.count({c->branch, c->table.text()})) {
+      return conflict("Table " + c->table.text() + " has a log on branch " + c->branch);
+    }
+    if (forkLogsEver_.count(c->log.text()) || tableLogsEver_.count(c->log.text())) {
+      return conflict("The log " + c->log.text() + " is taken");
+    }
+    // The provenance is the state the branch showed: its parent's, recursively.
+    const StateLog from = stateOf(branches.at(c->branch).parent, c->table);
+    if (from.log != c->fromLog || from.branch != c->fromBranch) {
+      return err(Errc::usage, "the fork of " + c->table.text() + " on " + c->branch +
+                                  " names log " + c->fromLog.text() +
+                                  " as its provenance; the branch showed log " + from.log.text());
+    }
+    if (forks.size() >= kMaxForks) {
+      return conflict("the lake holds " + std::to_string(kMaxForks) + " forked tables already");
+    }
+    return {};
+  }
   return err(Errc::usage, "unknown change");
 }
 
@@ -173,9 +233,11 @@ Res<void> LakeDirectory::apply(const LakeRecord& record) {
     namespaces.erase(c->ns);
   } else if (const auto* c = std::get_if<TableRegistered>(&change)) {
     tables.emplace(c->table, TableEntry{c->uuid, c->location});
+    tableLogsEver_.insert(c->uuid.text());
   } else if (const auto* c = std::get_if<TableDropped>(&change)) {
     tables.erase(c->table);
     if (c->purgeLocation) purged[c->uuid.text()] = *c->purgeLocation;
+    dropForks([&](const auto& f) { return f.first.second == c->uuid.text(); });
   } else if (const auto* c = std::get_if<TableRenamed>(&change)) {
     TableEntry entry = tables.at(c->from);
     tables.erase(c->from);
@@ -189,6 +251,18 @@ Res<void> LakeDirectory::apply(const LakeRecord& record) {
     protectedSnapshots.emplace(c->table.text(), c->snapshotId);
   } else if (const auto* c = std::get_if<SnapshotUnprotected>(&change)) {
     protectedSnapshots.erase({c->table.text(), c->snapshotId});
+  } else if (const auto* c = std::get_if<BranchCreated>(&change)) {
+    const std::size_t depth = c->parent ? branches.at(*c->parent).depth + 1 : 1;
+    branches.emplace(c->name, Branch{c->id, c->parent, depth, record.timeMs, c->expiresMs,
+                                     c->maxSnapshotAgeMs, c->minSnapshotsToKeep});
+  } else if (const auto* c = std::get_if<BranchDropped>(&change)) {
+    branches.erase(c->name);
+    dropForks([&](const auto& f) { return f.first.first == c->name; });
+  } else if (const auto* c = std::get_if<BranchForked>(&change)) {
+    forks.emplace(std::pair{c->branch, c->table.text()},
+                  Fork{c->log, c->fromBranch, c->fromLog, c->fromRevision, c->fromMetadataLocation,
+                       record.timeMs});
+    forkLogsEver_.insert(c->log.text());
   }
   ++records;
   remember(keys_, keyOrder_, record.idempotencyKey, record, readerClockMs);
@@ -251,9 +325,43 @@ const LakeRecord* LakeDirectory::recordFor(const std::string& key) const {
   return it == keys_.end() ? nullptr : &it->second;
 }
 
+const Fork* LakeDirectory::forkOf(const std::string& branch, const Uuid& table) const {
+  auto it = forks.find({branch, table.text()});
+  return it == forks.end() ? nullptr : &it->second;
+}
+
+StateLog LakeDirectory::stateOf(const std::optional<std::string>& branch, const Uuid& table) const {
+  std::optional<std::string> b = branch;
+  for (std::size_t depth = 0; b && depth <= kMaxBranchDepth; ++depth) {
+    if (const Fork* f = forkOf(*b, table)) return StateLog{f->log, b, f->fromMetadataLocation};
+    auto it = branches.find(*b);
+    if (it == branches.end()) break;
+    b = it->second.parent;
+  }
+  return StateLog{table, std::nullopt, std::nullopt};
+}
+
+std::vector<std::string> LakeDirectory::childrenOf(const std::string& branch) const {
+  std::vector<std::string> out;
+  for (const auto& [name, b] : branches) {
+    if (b.parent == branch) out.push_back(name);
+  }
+  return out;
+}
+
+Res<void> expectBase(const TableHistory& h, const std::optional<std::string>& base,
+                     std::string_view log) {
+  if (h.base == base) return {};
+  return Failure<Error>{Error{Errc::corrupt,
+                              std::string(log) + " starts from " + (h.base ? *h.base : "nothing") +
+                                  "; the lake log says " + (base ? *base : "nothing"),
+                              std::string(kOtherBase)}};
+}
+
 Res<void> TableHistory::apply(const TableCommit& commit) {
+  if (commits == 0) base = commit.previousLocation;
   const std::optional<std::string> replaces =
-      current ? std::optional<std::string>(current->metadataLocation) : std::nullopt;
+      current ? std::optional<std::string>(current->metadataLocation) : base;
   if (commit.previousLocation != replaces) {
     return err(Errc::corrupt, "commit " + std::to_string(commits + 1) + " replaces " +
                                   (commit.previousLocation ? *commit.previousLocation : "nothing") +

@@ -50,6 +50,39 @@ struct Lease {
 inline constexpr std::size_t kMaxLeases = 10'000;
 inline constexpr std::size_t kMaxProtectedSnapshots = 100'000;
 
+// A catalog branch as the lake log holds it (BranchCreated, until dropped).
+struct Branch {
+  Uuid id;
+  std::optional<std::string> parent;  // none: main
+  std::size_t depth = 1;              // main's branches have 1
+  std::int64_t createdMs = 0;
+  std::optional<std::int64_t> expiresMs;
+  std::optional<std::int64_t> maxSnapshotAgeMs;
+  std::optional<std::int64_t> minSnapshotsToKeep;
+  friend bool operator==(const Branch&, const Branch&) = default;
+};
+// A table's branch-local log on a branch (BranchForked), with its provenance.
+struct Fork {
+  Uuid log;
+  std::optional<std::string> fromBranch;
+  Uuid fromLog;
+  std::uint64_t fromRevision = 0;
+  std::string fromMetadataLocation;
+  std::int64_t forkedMs = 0;
+  friend bool operator==(const Fork&, const Fork&) = default;
+};
+// Branches, and forked tables, in a lake at once (beyond: 409).
+inline constexpr std::size_t kMaxBranches = 1'000;
+inline constexpr std::size_t kMaxForks = 100'000;
+
+// Which log holds a table's state on a branch: the fork of the nearest branch up the parents
+// that has one, else the table's own log.
+struct StateLog {
+  Uuid log;
+  std::optional<std::string> branch;  // whose log (none: main)
+  std::optional<std::string> base;    // where it starts: the fork's provenance
+};
+
 class LakeDirectory {
  public:
   std::string lake;  // from the log's first record
@@ -61,7 +94,11 @@ class LakeDirectory {
   // Leases by id (text); those expired by the time of a later record are dropped by it.
   std::map<std::string, Lease> leases;
   std::set<std::pair<std::string, std::int64_t>> protectedSnapshots;  // (table UUID, snapshot)
-  std::uint64_t records = 0;                                          // records folded
+  std::map<std::string, Branch> branches;                             // by name
+  // Forked tables by (branch, table UUID text). A table dropped, or a branch dropped, takes its
+  // forks with it.
+  std::map<std::pair<std::string, std::string>, Fork> forks;
+  std::uint64_t records = 0;  // records folded
 
   // Whether `change` can be made to this directory: Errc::conflict (a namespace or table
   // that exists, a namespace that is not empty, a table UUID that is registered), Errc::missing
@@ -82,6 +119,12 @@ class LakeDirectory {
   // The leases of a table live at `nowMs`, and its protected snapshots.
   std::vector<std::pair<std::string, Lease>> leasesOf(const Uuid& table, std::int64_t nowMs) const;
   std::vector<std::int64_t> protectedOf(const Uuid& table) const;
+  // The fork of `table` on `branch`, if the table was written there.
+  const Fork* forkOf(const std::string& branch, const Uuid& table) const;
+  // Where `table`'s state on `branch` (none: main) is held (bounded by kMaxBranchDepth).
+  StateLog stateOf(const std::optional<std::string>& branch, const Uuid& table) const;
+  // The branches whose parent is `branch`.
+  std::vector<std::string> childrenOf(const std::string& branch) const;
   // The record a recent request with this Idempotency-Key made.
   const LakeRecord* recordFor(const std::string& key) const;
   std::size_t keysKept() const { return keys_.size(); }
@@ -89,8 +132,23 @@ class LakeDirectory {
   std::int64_t readerClockMs = std::numeric_limits<std::int64_t>::max();
 
  private:
+  Res<void> checkBranch(const LakeChange& change) const;
+  template <class Pred>
+  void dropForks(Pred pred) {
+    for (auto it = forks.begin(); it != forks.end();) {
+      if (pred(*it)) {
+        it = forks.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   std::map<std::string, LakeRecord> keys_;
   std::deque<std::pair<std::int64_t, std::string>> keyOrder_;  // (time, key), oldest first
+  // Every log UUID the log ever named: tables registered, forks' logs. A fork's log is never
+  // one of them again, and no table takes a fork's (a log has one lineage).
+  std::set<std::string> tableLogsEver_;
+  std::set<std::string> forkLogsEver_;
 };
 
 // The errors check() gives for something missing carry which kind in Error::key.
@@ -100,6 +158,9 @@ inline constexpr std::string_view kMissingTable = "table";
 inline constexpr std::string_view kOverlappingLocation = "location";
 inline constexpr std::string_view kMissingLease = "lease";
 inline constexpr std::string_view kMissingSnapshot = "snapshot";
+inline constexpr std::string_view kMissingBranch = "branch";
+// A table log that does not start where the lake log says (expectBase: Error::key).
+inline constexpr std::string_view kOtherBase = "base";
 
 // Whether two table locations overlap: the same, or one inside the other (path components;
 // s3a:// and s3n:// read as s3://). Tables never overlap: a table's files, and the credentials
@@ -108,6 +169,11 @@ bool locationsOverlap(std::string_view a, std::string_view b);
 
 class TableHistory {
  public:
+  // A branch-local log's first commit replaces the metadata the fork started from (its
+  // provenance, BranchForked): that location. A main log's first commit replaces nothing.
+  // The fold takes what the first record says; whoever reads a log checks it against the lake
+  // log (expectBase).
+  std::optional<std::string> base;
   std::optional<TableCommit> first;    // the table's creation
   std::optional<TableCommit> current;  // the last commit: the table's metadata now
   std::uint64_t commits = 0;
@@ -122,7 +188,8 @@ class TableHistory {
   // The commit of version N (1-based) as a TableCommit (what Lake::metadata reads).
   std::optional<TableCommit> version(std::uint64_t n) const;
 
-  // A commit must replace the current file (the first replaces none); else Errc::corrupt.
+  // A commit must replace the current file (the first: `base`, which it sets); else
+  // Errc::corrupt.
   Res<void> apply(const TableCommit& commit);
   const TableCommit* commitFor(const std::string& key) const;
   std::size_t keysKept() const { return keys_.size(); }
@@ -133,5 +200,10 @@ class TableHistory {
   std::map<std::string, TableCommit> keys_;
   std::deque<std::pair<std::int64_t, std::string>> keyOrder_;  // (time, key), oldest first
 };
+
+// Errc::corrupt unless `h` starts where the lake log says its log starts (`base`: a fork's
+// from-metadata-location, none for a main log).
+Res<void> expectBase(const TableHistory& h, const std::optional<std::string>& base,
+                     std::string_view log);
 
 }  // namespace cairn::catalog

@@ -208,7 +208,9 @@ class Walk {
 };
 
 struct TableState {
-  Uuid uuid;
+  Uuid uuid;  // the log's: the table's, or a branch-local log's (a fork)
+  Uuid table;
+  std::optional<std::string> base;  // a fork's provenance (where its log starts)
   std::string name;
   std::string prefix;  // the key prefix of its location, with '/'
   std::uint64_t revision = 0;
@@ -222,7 +224,8 @@ struct TableState {
 asio::awaitable<Res<void>> walkTable(Lake& lake, Walk& walk, TableState& t,
                                      const std::set<std::int64_t>& held, OperationBudget& budget,
                                      GcReport& report) {
-  auto view = co_await lake.table(t.uuid, budget);
+  const std::string* base = t.base ? &*t.base : nullptr;
+  auto view = co_await lake.table(t.uuid, budget, base);
   if (!view) co_return failureOf(view);
   const TableView& v = **view;
   t.revision = v.cursor.revision();
@@ -290,6 +293,40 @@ asio::awaitable<Res<void>> checkExists(Lake& lake, OperationBudget& budget, cons
   co_return Res<void>{};
 }
 
+// The logs whose graphs are walked: each live table's, and each branch-local log of it (a
+// fork: a branch's own history of the table, under the same location).
+Res<std::vector<TableState>> logsOf(const Lake& lake, const LakeDirectory& d) {
+  std::vector<TableState> out;
+  for (const auto& [ident, entry] : d.tables) {
+    TableState t;
+    t.uuid = entry.uuid;
+    t.table = entry.uuid;
+    t.name = displayName(ident);
+    auto key = lake.keyOf(entry.location);
+    if (!key) {
+      return err(Errc::usage,
+                 t.name + "'s location " + entry.location + " is not under the lake's root");
+    }
+    t.prefix = *key + "/";
+    out.push_back(std::move(t));
+  }
+  const std::size_t tables = out.size();
+  for (std::size_t i = 0; i < tables; ++i) {
+    const TableState main = out[i];  // a copy: out grows below
+    for (const auto& [at, fork] : d.forks) {
+      if (at.second != main.uuid.text()) continue;
+      TableState t;
+      t.uuid = fork.log;
+      t.table = main.uuid;
+      t.base = fork.fromMetadataLocation;
+      t.name = main.name + " on " + at.first;
+      t.prefix = main.prefix;
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
 // The walk after the deletes: every live file a retained graph reaches must still be there.
 asio::awaitable<Res<void>> walkAgain(Lake& lake, OperationBudget& budget) {
   GcReport second;
@@ -297,10 +334,9 @@ asio::awaitable<Res<void>> walkAgain(Lake& lake, OperationBudget& budget) {
   const std::set<std::int64_t> noneHeld;
   auto dir = co_await lake.directory(budget);
   if (!dir) co_return failureOf(dir);
-  for (const auto& [ident, entry] : (*dir)->dir.tables) {
-    TableState t;
-    t.uuid = entry.uuid;
-    t.name = displayName(ident);
+  auto logs = logsOf(lake, (*dir)->dir);
+  if (!logs) co_return failureOf(logs);
+  for (TableState& t : *logs) {
     CAIRN_CO_TRY(co_await walkTable(lake, rewalk, t, noneHeld, budget, second));
   }
   const std::string when = "after the deletes, ";
@@ -347,23 +383,23 @@ asio::awaitable<Result<GcReport, std::pair<Error, GcReport>>> collectGarbage(
 
   // 1. The walk.
   Walk walk(lake, budget, report);
-  std::vector<TableState> tables;
-  for (const auto& [ident, entry] : d.tables) {
-    TableState t;
-    t.uuid = entry.uuid;
-    t.name = displayName(ident);
-    auto key = lake.keyOf(entry.location);
-    if (!key)
-      co_return fail(Error{
-          Errc::usage, t.name + "'s location " + entry.location + " is not under the lake's root"});
-    t.prefix = *key + "/";
-    const std::set<std::int64_t>& tableHeld = held[entry.uuid.text()];
+  auto logs = logsOf(lake, d);
+  if (!logs) co_return fail(logs.error());
+  std::vector<TableState> tables = std::move(*logs);
+  const std::set<std::int64_t> noneHeld;
+  for (TableState& t : tables) {
+    // A held snapshot must be in the table's own retained versions (a lease or a protection is
+    // taken on main); a branch-local log need not have it.
+    const std::set<std::int64_t>& tableHeld = t.base ? noneHeld : held[t.table.text()];
     auto walked = co_await walkTable(lake, walk, t, tableHeld, budget, report);
     if (!walked) co_return fail(walked.error());
-    ++report.tables;
+    if (t.base) {
+      ++report.branchLogs;
+    } else {
+      ++report.tables;
+    }
     say("walked " + t.name + ": " + std::to_string(t.walked.size()) + " versions, " +
         std::to_string(walk.files.size()) + " files reached in the lake so far");
-    tables.push_back(std::move(t));
   }
 
   // The locations listed: the live tables', and those of tables dropped with purge (no graph of
@@ -465,6 +501,14 @@ asio::awaitable<Result<GcReport, std::pair<Error, GcReport>>> collectGarbage(
       if (auto key = lake.keyOf(*lease.prefix)) leasePrefixes.push_back(*key);
     }
     const std::set<std::int64_t> none;  // held snapshots were checked by the first walk
+    // A table forked on a branch since the first walk has a log of its own now: walked too.
+    auto now = logsOf(lake, (*again)->dir);
+    if (!now) co_return fail(now.error());
+    std::set<std::string> known;
+    for (const TableState& t : tables) known.insert(t.uuid.text());
+    for (TableState& t : *now) {
+      if (!known.count(t.uuid.text())) tables.push_back(std::move(t));
+    }
     for (TableState& t : tables) {
       auto moved = co_await walkTable(lake, walk, t, none, budget, report);
       if (!moved) co_return fail(moved.error());

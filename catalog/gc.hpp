@@ -58,6 +58,7 @@ struct GcCount {
 
 struct GcReport {
   std::uint64_t tables = 0;        // live tables walked
+  std::uint64_t branchLogs = 0;    // their branch-local logs walked (forks on catalog branches)
   std::uint64_t purgedTables = 0;  // dropped with purge: their locations listed, nothing walked
   std::uint64_t versions = 0;      // retained metadata versions walked
   // Reachable files by class: "manifest-list", "manifest", "data", "delete", "statistics",

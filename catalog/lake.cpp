@@ -331,7 +331,18 @@ asio::awaitable<Res<std::shared_ptr<const LoadedMetadata>>> Lake::metadata(
 }
 
 asio::awaitable<Res<std::shared_ptr<const TableView>>> Lake::table(const Uuid& uuid,
-                                                                   OperationBudget& budget) {
+                                                                   OperationBudget& budget,
+                                                                   const std::string* base) {
+  auto view = co_await readTable(uuid, budget);
+  if (!view) co_return failureOf(view);
+  std::optional<std::string> expected;
+  if (base) expected = *base;
+  CAIRN_CO_TRY(expectBase((*view)->history, expected, "table log " + uuid.text()));
+  co_return std::move(*view);
+}
+
+asio::awaitable<Res<std::shared_ptr<const TableView>>> Lake::readTable(const Uuid& uuid,
+                                                                       OperationBudget& budget) {
   const std::shared_ptr<const TableView> base = cached(uuid);
   auto id = tableLogIdentity(uuid);
   if (!id) co_return failureOf(id);

@@ -102,9 +102,12 @@ class Lake {
                                                    OperationBudget& budget);
 
   // A table's state as its log says now, with its current metadata read and verified.
-  // Errc::missing when the table log does not exist.
-  boost::asio::awaitable<Res<std::shared_ptr<const TableView>>> table(const Uuid& uuid,
-                                                                      OperationBudget& budget);
+  // Errc::missing when the table log does not exist. `base`: where the lake log says the log
+  // starts (a branch-local log: its fork's from-metadata-location; a table's own log: none,
+  // nullptr); a log that starts elsewhere is Errc::corrupt. (A pointer, so that no caller makes
+  // a temporary std::optional in a co_await operand: docs/decisions.md D41.)
+  boost::asio::awaitable<Res<std::shared_ptr<const TableView>>> table(
+      const Uuid& uuid, OperationBudget& budget, const std::string* base = nullptr);
   // The metadata file a commit names: read bounded by its length, its SHA-256 checked, parsed
   // (cached by SHA-256).
   boost::asio::awaitable<Res<std::shared_ptr<const LoadedMetadata>>> metadata(
@@ -138,6 +141,8 @@ class Lake {
   bool tableLocationAllowed(std::string_view location) const;
 
  private:
+  boost::asio::awaitable<Res<std::shared_ptr<const TableView>>> readTable(const Uuid& uuid,
+                                                                          OperationBudget& budget);
   Res<PolicyScope> scopeOf(const std::string& tableLocation) const;
   void remember(const Uuid& uuid, std::shared_ptr<const TableView> view);
   std::shared_ptr<const TableView> cached(const Uuid& uuid);

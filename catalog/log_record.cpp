@@ -84,6 +84,12 @@ class Fields {
     if (!s) return failureOf(s);
     return std::optional<std::string>{std::move(*s)};
   }
+  Res<std::optional<std::int64_t>> optInt64(std::string_view key) const {
+    if (!find(key)) return std::optional<std::int64_t>{};
+    auto v = int64(key);
+    if (!v) return failureOf(v);
+    return std::optional<std::int64_t>(*v);
+  }
   // Any 64-bit integer (a snapshot id may be negative; times are checked apart).
   Res<std::int64_t> int64(std::string_view key) const {
     auto v = need(key);
@@ -242,6 +248,45 @@ struct RuleCheck {
     if (c.table.isNil()) return err(Errc::usage, "a table UUID is not nil");
     return {};
   }
+  Res<void> operator()(const BranchCreated& c) const {
+    if (auto ok = checkBranchName(c.name); !ok) return ok;
+    if (c.id.isNil()) return err(Errc::usage, "a branch id is not nil");
+    if (c.parent) {
+      if (auto ok = checkBranchName(*c.parent); !ok) return ok;
+      if (*c.parent == c.name) return err(Errc::usage, "a branch is not its own parent");
+    }
+    if (c.expiresMs && *c.expiresMs <= 0) {
+      return err(Errc::usage, "a branch expires after the epoch");
+    }
+    if (c.maxSnapshotAgeMs && *c.maxSnapshotAgeMs <= 0) {
+      return err(Errc::usage, "max-snapshot-age-ms is positive");
+    }
+    if (c.minSnapshotsToKeep && *c.minSnapshotsToKeep <= 0) {
+      return err(Errc::usage, "min-snapshots-to-keep is positive");
+    }
+    return {};
+  }
+  Res<void> operator()(const BranchDropped& c) const {
+    if (auto ok = checkBranchName(c.name); !ok) return ok;
+    if (c.id.isNil()) return err(Errc::usage, "a branch id is not nil");
+    return {};
+  }
+  Res<void> operator()(const BranchForked& c) const {
+    if (auto ok = checkBranchName(c.branch); !ok) return ok;
+    if (c.fromBranch) {
+      if (auto ok = checkBranchName(*c.fromBranch); !ok) return ok;
+    }
+    if (c.table.isNil() || c.log.isNil() || c.fromLog.isNil()) {
+      return err(Errc::usage, "a fork's UUIDs are not nil");
+    }
+    if (c.log == c.table || c.log == c.fromLog) {
+      return err(Errc::usage, "a fork's log is a new one");
+    }
+    if (c.fromRevision == 0 || c.fromRevision > std::uint64_t(INT64_MAX)) {
+      return err(Errc::usage, "a fork's from-revision is 1..2^63-1");
+    }
+    return checkLocation(c.fromMetadataLocation, "from-metadata-location");
+  }
   Res<void> operator()(const TableRenamed& c) const {
     if (auto ok = checkTable(c.from, "source"); !ok) return ok;
     if (auto ok = checkTable(c.to, "destination"); !ok) return ok;
@@ -315,6 +360,30 @@ struct LakeMembers {
     m.emplace("table-uuid", json::string(c.table.text()));
     m.emplace("snapshot-id", c.snapshotId);
   }
+  void operator()(const BranchCreated& c) const {
+    m.emplace("type", "branch-created");
+    m.emplace("branch", json::string(c.name));
+    m.emplace("branch-id", json::string(c.id.text()));
+    if (c.parent) m.emplace("parent", json::string(*c.parent));
+    if (c.expiresMs) m.emplace("expires-ms", *c.expiresMs);
+    if (c.maxSnapshotAgeMs) m.emplace("max-snapshot-age-ms", *c.maxSnapshotAgeMs);
+    if (c.minSnapshotsToKeep) m.emplace("min-snapshots-to-keep", *c.minSnapshotsToKeep);
+  }
+  void operator()(const BranchDropped& c) const {
+    m.emplace("type", "branch-dropped");
+    m.emplace("branch", json::string(c.name));
+    m.emplace("branch-id", json::string(c.id.text()));
+  }
+  void operator()(const BranchForked& c) const {
+    m.emplace("type", "branch-forked");
+    m.emplace("branch", json::string(c.branch));
+    m.emplace("table-uuid", json::string(c.table.text()));
+    m.emplace("log-uuid", json::string(c.log.text()));
+    if (c.fromBranch) m.emplace("from-branch", json::string(*c.fromBranch));
+    m.emplace("from-log-uuid", json::string(c.fromLog.text()));
+    m.emplace("from-revision", std::int64_t(c.fromRevision));
+    m.emplace("from-metadata-location", json::string(c.fromMetadataLocation));
+  }
   void operator()(const TableRenamed& c) const {
     m.emplace("type", "table-renamed");
     m.emplace("from", tableOf(c.from));
@@ -385,6 +454,36 @@ Res<LakeChange> readLakeChange(const Fields& f, const std::string& type) {
     CAIRN_LR_LET(sid, f.int64("snapshot-id"));
     if (type == "snapshot-protected") return LakeChange{SnapshotProtected{table, sid}};
     return LakeChange{SnapshotUnprotected{table, sid}};
+  }
+  if (type == "branch-created") {
+    CAIRN_LR_LET(name, f.string("branch"));
+    CAIRN_LR_LET(id, f.uuid("branch-id"));
+    CAIRN_LR_LET(parent, f.optString("parent"));
+    BranchCreated c{std::move(name), id, std::move(parent), {}, {}, {}};
+    CAIRN_LR_LET(expires, f.optInt64("expires-ms"));
+    CAIRN_LR_LET(age, f.optInt64("max-snapshot-age-ms"));
+    CAIRN_LR_LET(keep, f.optInt64("min-snapshots-to-keep"));
+    c.expiresMs = expires;
+    c.maxSnapshotAgeMs = age;
+    c.minSnapshotsToKeep = keep;
+    return LakeChange{std::move(c)};
+  }
+  if (type == "branch-dropped") {
+    CAIRN_LR_LET(name, f.string("branch"));
+    CAIRN_LR_LET(id, f.uuid("branch-id"));
+    return LakeChange{BranchDropped{std::move(name), id}};
+  }
+  if (type == "branch-forked") {
+    CAIRN_LR_LET(branch, f.string("branch"));
+    CAIRN_LR_LET(table, f.uuid("table-uuid"));
+    CAIRN_LR_LET(log, f.uuid("log-uuid"));
+    CAIRN_LR_LET(fromBranch, f.optString("from-branch"));
+    CAIRN_LR_LET(fromLog, f.uuid("from-log-uuid"));
+    CAIRN_LR_LET(revision, f.int64("from-revision"));
+    CAIRN_LR_LET(location, f.string("from-metadata-location"));
+    if (revision < 1) return bad("from-revision is 1..2^63-1");
+    return LakeChange{BranchForked{std::move(branch), table, log, std::move(fromBranch), fromLog,
+                                   std::uint64_t(revision), std::move(location)}};
   }
   return bad("unknown type \"" + type + "\"");
 }

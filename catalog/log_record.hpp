@@ -102,9 +102,42 @@ struct SnapshotUnprotected {
   friend bool operator==(const SnapshotUnprotected&, const SnapshotUnprotected&) = default;
 };
 
-using LakeChange = std::variant<LakeCreated, NamespaceCreated, NamespaceUpdated, NamespaceDropped,
-                                TableRegistered, TableDropped, TableRenamed, LeaseTaken,
-                                LeaseReleased, SnapshotProtected, SnapshotUnprotected>;
+// A catalog branch (docs/catalog.md, "Branches"): a table on it follows its parent's state
+// until the table's first write there (BranchForked). The id tells a branch from an earlier one
+// of the same name.
+struct BranchCreated {
+  std::string name;
+  Uuid id;
+  std::optional<std::string> parent;      // none: main
+  std::optional<std::int64_t> expiresMs;  // from then on writes are refused
+  // Retention of the branch's own table logs (else each table's properties decide).
+  std::optional<std::int64_t> maxSnapshotAgeMs;
+  std::optional<std::int64_t> minSnapshotsToKeep;
+  friend bool operator==(const BranchCreated&, const BranchCreated&) = default;
+};
+struct BranchDropped {
+  std::string name;
+  Uuid id;
+  friend bool operator==(const BranchDropped&, const BranchDropped&) = default;
+};
+// A table's first accepted write on a branch: the branch-local table log it published, and
+// its provenance: the state it started from (the log, its head's revision, the metadata file),
+// which the branch followed until then.
+struct BranchForked {
+  std::string branch;
+  Uuid table;                             // the table's UUID (its main log's namespace)
+  Uuid log;                               // the branch-local table log's namespace
+  std::optional<std::string> fromBranch;  // whose state it was (none: main)
+  Uuid fromLog;
+  std::uint64_t fromRevision = 0;
+  std::string fromMetadataLocation;
+  friend bool operator==(const BranchForked&, const BranchForked&) = default;
+};
+
+using LakeChange =
+    std::variant<LakeCreated, NamespaceCreated, NamespaceUpdated, NamespaceDropped, TableRegistered,
+                 TableDropped, TableRenamed, LeaseTaken, LeaseReleased, SnapshotProtected,
+                 SnapshotUnprotected, BranchCreated, BranchDropped, BranchForked>;
 
 struct LakeRecord {
   LakeChange change;

@@ -86,6 +86,16 @@ Res<void> checkLakeId(std::string_view lake) {
   return {};
 }
 
+Res<void> checkBranchName(std::string_view branch) {
+  if (auto ok = checkLakeId(branch); !ok) {
+    std::string message = ok.error().message;
+    message.replace(0, std::string_view("a lake id").size(), "a branch name");
+    return err(Errc::usage, message);
+  }
+  if (branch == kMainBranch) return err(Errc::usage, "\"main\" is the lake itself, not a branch");
+  return {};
+}
+
 Res<Namespace> splitNamespace(std::string_view joined) {
   Namespace ns;
   std::size_t start = 0;

@@ -34,6 +34,12 @@ struct TableIdent {
 Res<void> checkName(std::string_view name, std::string_view what);
 Res<void> checkNamespace(const Namespace& ns);
 Res<void> checkLakeId(std::string_view lake);
+// A catalog branch's name: the lake id's rule (so `LAKE~BRANCH` splits at its one '~'), and
+// not "main" (the lake's own state). Branches nest at most kMaxBranchDepth deep (a branch of
+// main has depth 1).
+inline constexpr std::size_t kMaxBranchDepth = 8;
+inline constexpr std::string_view kMainBranch = "main";
+Res<void> checkBranchName(std::string_view branch);
 
 // The REST path form of a namespace: levels joined by the unit separator 0x1F (the caller
 // percent-decodes the path segment first); the levels are checked.

@@ -19,6 +19,7 @@ constexpr std::string_view kNotEmpty = "NamespaceNotEmptyException";
 constexpr std::string_view kCommitFailed = "CommitFailedException";
 constexpr std::string_view kCommitUnknown = "CommitStateUnknownException";
 constexpr std::string_view kUnavailable = "ServiceUnavailableException";
+constexpr std::string_view kNotFound = "NotFoundException";
 
 Failure<CatalogError> unknownOutcome(const std::string& what, const std::string& detail) {
   return refuse(504, std::string(kCommitUnknown), "commit-state-unknown",
@@ -54,6 +55,9 @@ Failure<CatalogError> answerFor(const Error& e) {
     }
     if (e.key == kMissingNamespace) {
       return refuse(404, std::string(kNoSuchNamespace), "no-such-namespace", e.message);
+    }
+    if (e.key == kMissingBranch) {
+      return refuse(404, std::string(kNotFound), "no-such-branch", e.message);
     }
     return refuse(404, std::string(kNoSuchTable), "no-such-table", e.message);
   }
@@ -176,6 +180,10 @@ asio::awaitable<Outcome<LoadedTable>> publishNewTable(Request& r, const TableIde
     // request's Idempotency-Key (an earlier attempt, or a replay served meanwhile, made it and
     // did not register it yet): it is registered now. Otherwise another table has the UUID.
     auto existing = co_await r.lake.table(uuid, r.budget);
+    if (!existing && existing.error().key == kOtherBase) {  // a branch-local log's UUID
+      co_return refuse(409, std::string(kAlreadyExists), "table-log-exists",
+                       what + ": a log with UUID " + uuid.text() + " exists already");
+    }
     if (!existing) co_return rereadFailed(what, 1, existing.error());
     const auto& first = (*existing)->history.first;
     if (!r.idempotencyKey || !first || first->idempotencyKey != r.idempotencyKey) {
@@ -350,26 +358,45 @@ namespace {
 
 struct FoundTable {
   Uuid uuid;
+  StateLog state;
   std::shared_ptr<const TableView> view;
 };
 
-// The table `t` names now: its uuid in the lake directory and its folded log (404 when the
-// directory has no such table).
+// The state of table `uuid` on the request's branch, its log read and its start checked
+// against the lake log.
+asio::awaitable<Res<FoundTable>> readState(Request& r, const LakeDirectory& dir, const Uuid& uuid) {
+  StateLog state = dir.stateOf(r.branch, uuid);
+  const std::string* base = state.base ? &*state.base : nullptr;
+  auto table = co_await r.lake.table(state.log, r.budget, base);
+  if (!table) co_return failureOf(table);
+  co_return FoundTable{uuid, std::move(state), std::move(*table)};
+}
+
+// The table `t` names now: its uuid in the lake directory and its folded log on the request's
+// branch (404 when the directory has no such table or branch).
 asio::awaitable<Outcome<FoundTable>> findTable(Request& r, const TableIdent& t) {
   auto view = co_await r.lake.directory(r.budget);
   if (!view) co_return trouble(view.error());
+  if (auto ok = needBranch(r, (*view)->dir); !ok) co_return failureOf(ok);
   auto entry = (*view)->dir.tables.find(t);
   if (entry == (*view)->dir.tables.end()) {
     co_return refuse(404, std::string(kNoSuchTable), "no-such-table",
                      "Table does not exist: " + displayName(t));
   }
-  const Uuid uuid = entry->second.uuid;
-  auto table = co_await r.lake.table(uuid, r.budget);
-  if (!table) co_return trouble(table.error());
-  co_return FoundTable{uuid, std::move(*table)};
+  auto found = co_await readState(r, (*view)->dir, entry->second.uuid);
+  if (!found) co_return trouble(found.error());
+  co_return std::move(*found);
 }
 
 }  // namespace
+
+Outcome<void> needBranch(const Request& r, const LakeDirectory& dir) {
+  if (r.branch && !dir.branches.count(*r.branch)) {
+    return refuse(404, std::string(kNotFound), "no-such-branch",
+                  "Branch does not exist: " + *r.branch);
+  }
+  return {};
+}
 
 asio::awaitable<Outcome<LoadedTable>> loadTable(Request& r, const TableIdent& t) {
   auto found = co_await findTable(r, t);
@@ -558,6 +585,10 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
     return change;
   };
   auto existing = co_await r.lake.table(*uuid, r.budget);
+  if (!existing && existing.error().key == kOtherBase) {  // a branch-local log's UUID
+    co_return refuse(409, std::string(kAlreadyExists), "table-log-exists",
+                     what + ": a log with UUID " + uuid->text() + " exists already");
+  }
   if (!existing &&
       (existing.error().code != Errc::missing || existing.error().key != kMissingTable)) {
     co_return trouble(existing.error());
@@ -614,26 +645,86 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
   co_return LoadedTable{t, *uuid, std::move(meta), false};
 }
 
+namespace {
+
+// A table's first write on the request's branch: a new branch-local log whose first commit is
+// `record` (it replaces the metadata the branch followed), then that log registered in the
+// lake log with its provenance (on `lakeView`, read before `found`). True when both landed;
+// false when this attempt is proven not to be part of the history (the new log was not
+// registered: it stays unreachable) and the commit is to be rebased; 504 when the
+// registration's outcome is unknown.
+asio::awaitable<Outcome<bool>> fork(Request& r, const LakeView& lakeView, const FoundTable& found,
+                                    const TableCommit& record, std::string json,
+                                    std::shared_ptr<const LoadedMetadata> meta,
+                                    const std::string& what) {
+  const Uuid log = Uuid::random();
+  const TableView& tv = *found.view;
+  const LakeChange change = BranchForked{*r.branch,
+                                         found.uuid,
+                                         log,
+                                         found.state.branch,
+                                         found.state.log,
+                                         tv.cursor.revision(),
+                                         tv.metadata->location};
+  if (auto ok = lakeView.dir.check(change); !ok) co_return answerFor(ok.error());
+  auto appended =
+      co_await r.lake.appendTable(log, nullptr, record, std::move(json), std::move(meta), r.budget);
+  if (!appended) co_return trouble(appended.error());
+  // A log nobody registered is no part of any history, whatever became of its head.
+  if (appended->outcome != Appended::Outcome::committed) co_return false;
+  const LakeRecord registration{change, r.nowMs, std::nullopt};
+  auto registered = co_await r.lake.appendLake(lakeView, registration, r.budget);
+  if (!registered) co_return trouble(registered.error());
+  switch (registered->outcome) {
+    case Appended::Outcome::committed:
+      co_return true;
+    case Appended::Outcome::unknown:
+      co_return unknownOutcome(what, registered->detail);
+    case Appended::Outcome::lost:
+      break;
+  }
+  co_return false;
+}
+
+}  // namespace
+
 asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& t,
                                                   const CommitTableRequest& commit) {
   auto create = isCreateTransaction(commit.requirements);
   if (!create)
     co_return refuse(400, std::string(kBadRequest), "invalid-request", create.error().message);
+  if (*create && r.branch) {
+    co_return refuse(406, "UnsupportedOperationException", "not-on-branch",
+                     "a table is created through the lake's own prefix, not on a branch");
+  }
   if (*create) co_return co_await createByCommit(r, t, commit);
-  const std::string what = "commit to " + displayName(t);
+  const std::string what = "commit to " + displayName(t) + (r.branch ? " on " + *r.branch : "");
   for (std::uint64_t attempt = 0;; ++attempt) {
     auto view = co_await r.lake.directory(r.budget);
     if (!view) co_return rereadFailed(what, attempt, view.error());
-    auto entry = (*view)->dir.tables.find(t);
-    if (entry == (*view)->dir.tables.end()) {
+    const LakeDirectory& dir = (*view)->dir;
+    if (auto ok = needBranch(r, dir); !ok) co_return failureOf(ok);
+    if (r.branch) {
+      const Branch& b = dir.branches.at(*r.branch);
+      if (b.expiresMs && *b.expiresMs <= r.nowMs) {
+        co_return refuse(403, "ForbiddenException", "branch-expired",
+                         "Branch " + *r.branch + " expired at " + std::to_string(*b.expiresMs) +
+                             " ms (Unix): it is read-only until dropped");
+      }
+    }
+    auto entry = dir.tables.find(t);
+    if (entry == dir.tables.end()) {
       co_return refuse(404, std::string(kNoSuchTable), "no-such-table",
                        "Table does not exist: " + displayName(t));
     }
     const Uuid uuid = entry->second.uuid;
-    auto table = co_await r.lake.table(uuid, r.budget);
-    if (!table) co_return rereadFailed(what, attempt, table.error());
-    const TableView& tv = **table;
-    if (r.idempotencyKey) {
+    auto found = co_await readState(r, dir, uuid);
+    if (!found) co_return rereadFailed(what, attempt, found.error());
+    const TableView& tv = *found->view;
+    // The branch's own log, or main's on main; else the table still follows a parent and this
+    // commit forks it.
+    const bool own = found->state.branch == r.branch;
+    if (r.idempotencyKey && own) {
       if (const TableCommit* first = tv.history.commitFor(*r.idempotencyKey)) {
         auto m = co_await r.lake.metadata(*first, r.budget);
         if (!m) co_return trouble(m.error());
@@ -666,15 +757,22 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
     auto meta = loaded(file, next, json);
     const TableCommit record{file,    meta->sha256,    json.size(), tv.metadata->location,
                              r.nowMs, r.idempotencyKey};
-    auto appended = co_await r.lake.appendTable(uuid, &tv, record, std::move(json), meta, r.budget);
-    if (!appended) co_return trouble(appended.error());
-    switch (appended->outcome) {
-      case Appended::Outcome::committed:
-        co_return LoadedTable{t, uuid, std::move(meta), false};
-      case Appended::Outcome::unknown:
-        co_return unknownOutcome(what, appended->detail);
-      case Appended::Outcome::lost:
-        break;
+    if (!own) {
+      auto forked = co_await fork(r, **view, *found, record, std::move(json), meta, what);
+      if (!forked) co_return failureOf(forked);
+      if (*forked) co_return LoadedTable{t, uuid, std::move(meta), false};
+    } else {
+      auto appended = co_await r.lake.appendTable(found->state.log, &tv, record, std::move(json),
+                                                  meta, r.budget);
+      if (!appended) co_return trouble(appended.error());
+      switch (appended->outcome) {
+        case Appended::Outcome::committed:
+          co_return LoadedTable{t, uuid, std::move(meta), false};
+        case Appended::Outcome::unknown:
+          co_return unknownOutcome(what, appended->detail);
+        case Appended::Outcome::lost:
+          break;
+      }
     }
     if (attempt >= r.maxRebases) co_return contention(what, attempt);
   }
@@ -816,6 +914,67 @@ asio::awaitable<Outcome<void>> protectSnapshot(Request& r, const TableIdent& t,
     co_return refuse(422, "UnprocessableEntityException", "idempotency-key-reused",
                      "this Idempotency-Key was used by another kind of request");
   }
+  co_return Outcome<void>{};
+}
+
+asio::awaitable<Outcome<BranchCreated>> createBranch(Request& r, const BranchRequest& what) {
+  auto invalid = [](const std::string& message) {
+    return refuse(400, std::string(kBadRequest), "invalid-branch", message);
+  };
+  if (auto ok = checkBranchName(what.name); !ok) co_return invalid(ok.error().message);
+  if (what.parent) {
+    if (auto ok = checkBranchName(*what.parent); !ok) co_return invalid(ok.error().message);
+  }
+  if (what.ttlSeconds && (*what.ttlSeconds < 1 || *what.ttlSeconds > kMaxBranchTtlSeconds)) {
+    co_return invalid("ttl-seconds is 1.." + std::to_string(kMaxBranchTtlSeconds));
+  }
+  if ((what.maxSnapshotAgeMs && *what.maxSnapshotAgeMs < 1) ||
+      (what.minSnapshotsToKeep && *what.minSnapshotsToKeep < 1)) {
+    co_return invalid("max-snapshot-age-ms and min-snapshots-to-keep are positive");
+  }
+  std::optional<std::int64_t> expires;
+  if (what.ttlSeconds) expires = r.nowMs + *what.ttlSeconds * 1000;
+  const BranchCreated created{what.name, Uuid::random(),        what.parent,
+                              expires,   what.maxSnapshotAgeMs, what.minSnapshotsToKeep};
+  const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
+    const LakeChange change = created;
+    if (auto ok = dir.check(change); !ok) {
+      if (ok.error().code == Errc::usage) {
+        return refuse(400, std::string(kBadRequest), "branch-too-deep", ok.error().message);
+      }
+      return answerFor(ok.error());
+    }
+    return change;
+  };
+  const std::string label = "create branch " + what.name;
+  auto record = co_await changeLake(r, label, build);
+  if (!record) co_return failureOf(record);
+  co_return replayed<BranchCreated>(*record);
+}
+
+asio::awaitable<Outcome<void>> dropBranch(Request& r, const std::string& name) {
+  if (auto ok = checkBranchName(name); !ok) {
+    co_return refuse(400, std::string(kBadRequest), "invalid-branch", ok.error().message);
+  }
+  const Build build = [&](const LakeDirectory& dir) -> Outcome<LakeChange> {
+    auto it = dir.branches.find(name);
+    if (it == dir.branches.end()) {
+      return refuse(404, std::string(kNotFound), "no-such-branch",
+                    "Branch does not exist: " + name);
+    }
+    const LakeChange change = BranchDropped{name, it->second.id};
+    if (auto ok = dir.check(change); !ok) {
+      if (ok.error().code == Errc::conflict) {
+        return refuse(409, "ConflictException", "branch-has-branches", ok.error().message);
+      }
+      return answerFor(ok.error());
+    }
+    return change;
+  };
+  const std::string label = "drop branch " + name;
+  auto record = co_await changeLake(r, label, build);
+  if (!record) co_return failureOf(record);
+  if (auto ok = replayed<BranchDropped>(*record); !ok) co_return failureOf(ok);
   co_return Outcome<void>{};
 }
 

@@ -53,6 +53,8 @@ struct Request {
   std::int64_t nowMs = 0;
   std::uint64_t maxRebases = 8;
   Role role = Role::read;  // the token's
+  // The catalog branch the request works on (the prefix LAKE~BRANCH); none: the lake itself.
+  std::optional<std::string> branch;
 };
 
 boost::asio::awaitable<Outcome<std::shared_ptr<const LakeView>>> readLake(Request& r);
@@ -67,7 +69,7 @@ boost::asio::awaitable<Outcome<void>> dropNamespace(Request& r, Namespace ns);
 
 struct LoadedTable {
   TableIdent ident;
-  Uuid uuid;
+  Uuid uuid;  // the table's (on a branch too)
   std::shared_ptr<const LoadedMetadata> metadata;
   bool staged = false;  // stage-create: nothing was written, there is no metadata location
 };
@@ -120,6 +122,23 @@ boost::asio::awaitable<Outcome<void>> releaseLease(Request& r, const TableIdent&
 // protect: the snapshot must be in the table's current metadata.
 boost::asio::awaitable<Outcome<void>> protectSnapshot(Request& r, const TableIdent& t,
                                                       std::int64_t snapshotId, bool protect);
+
+// Catalog branches (docs/catalog.md, "Branches"): lake log records.
+inline constexpr std::int64_t kMaxBranchTtlSeconds = 10LL * 365 * 86'400;
+struct BranchRequest {
+  std::string name;
+  std::optional<std::string> parent;       // none: main
+  std::optional<std::int64_t> ttlSeconds;  // 1..kMaxBranchTtlSeconds
+  std::optional<std::int64_t> maxSnapshotAgeMs;
+  std::optional<std::int64_t> minSnapshotsToKeep;
+};
+// The record that holds the branch (the first one, for a repeated Idempotency-Key).
+boost::asio::awaitable<Outcome<BranchCreated>> createBranch(Request& r, const BranchRequest& what);
+// Refused (409) while the branch has branches of its own.
+boost::asio::awaitable<Outcome<void>> dropBranch(Request& r, const std::string& name);
+// 404 NotFoundException (reason no-such-branch) unless `r.branch` is none or a branch of the
+// lake `view` holds.
+Outcome<void> needBranch(const Request& r, const LakeDirectory& dir);
 
 // The file name of a table's metadata version `version`: Iceberg's NNNNN-UUID.metadata.json.
 std::string metadataFileName(std::uint64_t version, const Uuid& unique);

@@ -43,7 +43,8 @@ std::vector<const Snapshot*> ancestors(const TableMetadata& m, std::int64_t id) 
 }  // namespace
 
 Res<RetentionPlan> planRetention(const TableMetadata& m, std::int64_t nowMs,
-                                 const std::set<std::int64_t>& held) {
+                                 const std::set<std::int64_t>& held,
+                                 const RetentionDefaults& branch) {
   if (auto gc = m.properties.find(std::string(kGcEnabledProperty));
       gc != m.properties.end() && gc->second == "false") {
     return err(Errc::usage,
@@ -54,6 +55,8 @@ Res<RetentionPlan> planRetention(const TableMetadata& m, std::int64_t nowMs,
   CAIRN_ASSIGN(maxSnapshotAge, propertyInt(m, kMaxSnapshotAgeProperty, kMaxSnapshotAgeDefault));
   CAIRN_ASSIGN(minKeep, propertyInt(m, kMinSnapshotsToKeepProperty, kMinSnapshotsToKeepDefault));
   CAIRN_ASSIGN(maxRefAge, propertyInt(m, kMaxRefAgeProperty, INT64_MAX));
+  if (branch.maxSnapshotAgeMs) maxSnapshotAge = *branch.maxSnapshotAgeMs;
+  if (branch.minSnapshotsToKeep) minKeep = *branch.minSnapshotsToKeep;
   const std::int64_t expireOlderThan = nowMs - maxSnapshotAge;
 
   RetentionPlan plan;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,10 +31,18 @@ struct RetentionPlan {
   bool empty() const { return refsToRemove.empty() && snapshotsToRemove.empty(); }
 };
 
+// A catalog branch's retention (docs/catalog.md, "Branches"): where set, it replaces the
+// table's history.expire.max-snapshot-age-ms and min-snapshots-to-keep on that branch.
+struct RetentionDefaults {
+  std::optional<std::int64_t> maxSnapshotAgeMs;
+  std::optional<std::int64_t> minSnapshotsToKeep;
+};
+
 // Errc::usage when gc.enabled is false (Java refuses to expire then) or a property is not a
 // number; otherwise the plan for `m` at `nowMs`, keeping every snapshot in `held`.
 Res<RetentionPlan> planRetention(const TableMetadata& m, std::int64_t nowMs,
-                                 const std::set<std::int64_t>& held);
+                                 const std::set<std::int64_t>& held,
+                                 const RetentionDefaults& branch = {});
 
 // The commit that carries a plan out: requirements pinning the state the plan was made on (the
 // table's UUID and every branch's snapshot, so a concurrent commit makes it fail and the plan is

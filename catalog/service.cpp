@@ -276,6 +276,8 @@ enum class Route {
   lease,               // cairn: one lease (DELETE)
   protectedSnapshots,  // cairn: a table's protected snapshots (POST)
   protectedSnapshot,   // cairn: one protected snapshot (DELETE)
+  branches,            // cairn: the lake's catalog branches (GET, POST)
+  branch,              // cairn: one branch (GET, DELETE)
   rename,
   transactions,
   views,
@@ -288,7 +290,8 @@ struct Matched {
   std::optional<std::string> prefix;  // the lake named in the path
   std::string ns;                     // the namespace segment, decoded
   std::string table;                  // the table segment, decoded
-  std::string item;                   // a lease's or a snapshot's id, decoded
+  std::string item;                   // a lease's or a snapshot's id, a branch's name, decoded
+  std::optional<std::string> branch;  // the catalog branch of a prefix LAKE~BRANCH
 };
 
 std::optional<Matched> match(const std::vector<std::string>& s) {
@@ -356,6 +359,17 @@ std::optional<Matched> match(const std::vector<std::string>& s) {
     }
     return m;
   }
+  if (n == 1 && at(0) == "branches") {
+    m.route = Route::branches;
+    m.templ = head + "/branches";
+    return m;
+  }
+  if (n == 2 && at(0) == "branches") {
+    m.route = Route::branch;
+    m.item = at(1);
+    m.templ = head + "/branches/{branch}";
+    return m;
+  }
   if (n == 2 && at(0) == "tables" && at(1) == "rename") {
     m.route = Route::rename;
     m.templ = head + "/tables/rename";
@@ -399,8 +413,29 @@ std::vector<std::string_view> allowed(Route r) {
     case Route::lease:
     case Route::protectedSnapshot:
       return {"DELETE"};
+    case Route::branches:
+      return {"GET", "POST"};
+    case Route::branch:
+      return {"GET", "DELETE"};
     default:
       return {};
+  }
+}
+
+// What a request on a catalog branch (prefix LAKE~BRANCH) may do: read the lake's names, and
+// load and commit to its tables (a create transaction is refused by the commit).
+bool servedOnBranch(Route r, std::string_view method) {
+  const bool read = method == "GET" || method == "HEAD";
+  switch (r) {
+    case Route::namespaces:
+    case Route::namespace_:
+    case Route::tables:
+    case Route::credentials:
+      return read;
+    case Route::table:
+      return method != "DELETE";
+    default:
+      return false;
   }
 }
 
@@ -548,7 +583,8 @@ struct CatalogService::Impl {
   asio::awaitable<ServerResponse> tables(const ServerRequest& req, const Namespace& ns, Request& r);
   asio::awaitable<ServerResponse> oneTable(const ServerRequest& req, const TableIdent& t,
                                            Request& r);
-  ServerResponse configAnswer(const ServerRequest& req, const Caller& caller);
+  asio::awaitable<ServerResponse> configAnswer(const ServerRequest& req, const Caller& caller);
+  asio::awaitable<ServerResponse> branches(const ServerRequest& req, const Matched& m, Request& r);
   asio::awaitable<ServerResponse> readyz();
 };
 
@@ -595,20 +631,39 @@ asio::awaitable<void> CatalogService::checkReadiness() {
   }
 }
 
-ServerResponse CatalogService::Impl::configAnswer(const ServerRequest& req, const Caller& caller) {
+asio::awaitable<ServerResponse> CatalogService::Impl::configAnswer(const ServerRequest& req,
+                                                                   const Caller& caller) {
   auto query = queryOf(req.query);
-  if (!query) return badRequest("invalid-request", "the query string does not decode");
-  if (auto w = query->find("warehouse"); w != query->end() && w->second != caller.lake->id()) {
-    // The same refusal whether that lake exists or not: nothing of another lake shows.
-    return error(403, "ForbiddenException", "wrong-lake",
-                 "the token does not grant access to warehouse \"" + w->second + "\"");
+  if (!query) co_return badRequest("invalid-request", "the query string does not decode");
+  std::string prefix = caller.lake->id();
+  if (auto w = query->find("warehouse"); w != query->end()) {
+    // LAKE or LAKE~BRANCH: a branch is a catalog of its own to an engine.
+    const std::string& warehouse = w->second;
+    const auto tilde = warehouse.find('~');
+    if (warehouse.substr(0, tilde) != caller.lake->id()) {
+      // The same refusal whether that lake exists or not: nothing of another lake shows.
+      co_return error(403, "ForbiddenException", "wrong-lake",
+                      "the token does not grant access to warehouse \"" + warehouse + "\"");
+    }
+    if (tilde != std::string::npos) {
+      Request r = request(*caller.lake, req, caller.token->role);
+      r.branch = warehouse.substr(tilde + 1);
+      if (auto ok = checkBranchName(*r.branch); !ok) {
+        co_return badRequest("invalid-branch", ok.error().message);
+      }
+      if (auto ok = co_await ready(*caller.lake, r.budget); !ok) co_return error(ok.error());
+      auto view = co_await readLake(r);
+      if (!view) co_return error(view.error());
+      if (auto ok = needBranch(r, (*view)->dir); !ok) co_return error(ok.error());
+      prefix = warehouse;
+    }
   }
   json::object body;
   body.emplace("defaults", json::object{});
-  body.emplace("overrides", json::object{{"prefix", caller.lake->id()}});
+  body.emplace("overrides", json::object{{"prefix", prefix}});
   body.emplace("endpoints", stringsJson(CatalogService::endpoints()));
   body.emplace("idempotency-key-lifetime", std::string(kIdempotencyLifetime));
-  return jsonAnswer(200, body);
+  co_return jsonAnswer(200, body);
 }
 
 asio::awaitable<ServerResponse> CatalogService::Impl::readyz() {
@@ -655,6 +710,12 @@ asio::awaitable<ServerResponse> CatalogService::handle(const ServerRequest& req)
   }
   auto m = match(segments);
   if (!m) co_return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
+  if (m->prefix) {
+    if (const auto tilde = m->prefix->find('~'); tilde != std::string::npos) {
+      m->branch = m->prefix->substr(tilde + 1);
+      m->prefix->resize(tilde);
+    }
+  }
   auto caller = s.authenticate(req);
   if (!caller) {
     ServerResponse r = error(caller.error());
@@ -678,6 +739,17 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
     co_return error(406, "UnsupportedOperationException", "views-not-served",
                     "views are not served by this catalog");
   }
+  if (m.branch) {
+    if (auto ok = checkBranchName(*m.branch); !ok) {
+      co_return badRequest("invalid-branch", ok.error().message);
+    }
+    if (!servedOnBranch(m.route, req.method)) {
+      co_return error(406, "UnsupportedOperationException", "not-on-branch",
+                      "on a catalog branch tables are loaded and committed to; namespaces, "
+                      "tables, leases and branches are changed through the lake's own prefix " +
+                          lake.id());
+    }
+  }
   const auto methods = allowed(m.route);
   if (std::find(methods.begin(), methods.end(), req.method) == methods.end()) {
     ServerResponse r = error(405, "MethodNotAllowedException", "method-not-allowed",
@@ -691,7 +763,7 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
     co_return error(403, "ForbiddenException", "read-only-token",
                     "the token may read this lake, not change it");
   }
-  if (m.route == Route::config) co_return configAnswer(req, caller);
+  if (m.route == Route::config) co_return co_await configAnswer(req, caller);
   if (m.route == Route::transactions) {
     co_return error(406, "UnsupportedOperationException", "multi-table-transaction",
                     "a commit to several tables cannot be made atomic here: each table has its "
@@ -721,7 +793,16 @@ asio::awaitable<ServerResponse> CatalogService::Impl::operate(const ServerReques
                                                               const Caller& caller) {
   Lake& lake = *caller.lake;
   Request r = request(lake, req, caller.token->role);
+  r.branch = m.branch;
   if (auto ok = co_await ready(lake, r.budget); !ok) co_return error(ok.error());
+  if (m.route == Route::branches || m.route == Route::branch) {
+    co_return co_await branches(req, m, r);
+  }
+  if (r.branch) {
+    auto view = co_await readLake(r);
+    if (!view) co_return error(view.error());
+    if (auto ok = needBranch(r, (*view)->dir); !ok) co_return error(ok.error());
+  }
   if (m.route == Route::namespaces) co_return co_await namespaces(req, m, r);
   if (m.route == Route::rename) {
     auto body = Body::parse(req.body, "rename request");
@@ -997,6 +1078,108 @@ asio::awaitable<std::optional<Vended>> CatalogService::Impl::vendFor(const Serve
   auto vended = co_await r.lake.vend(c, std::move(location), std::move(refresh));
   if (!vended) co_return Vended{vended.error().reason};
   co_return Vended{std::move(*vended)};
+}
+
+namespace {
+
+json::object branchJson(const std::string& name, const Branch& b, const LakeDirectory& dir,
+                        std::int64_t nowMs) {
+  json::object o;
+  o.emplace("name", name);
+  o.emplace("branch-id", b.id.text());
+  o.emplace("parent", b.parent ? json::value(*b.parent) : json::value(nullptr));
+  o.emplace("depth", b.depth);
+  o.emplace("created-ms", b.createdMs);
+  if (b.expiresMs) o.emplace("expires-ms", *b.expiresMs);
+  o.emplace("expired", b.expiresMs && *b.expiresMs <= nowMs);
+  if (b.maxSnapshotAgeMs) o.emplace("max-snapshot-age-ms", *b.maxSnapshotAgeMs);
+  if (b.minSnapshotsToKeep) o.emplace("min-snapshots-to-keep", *b.minSnapshotsToKeep);
+  json::array forked;
+  for (auto it = dir.forks.lower_bound({name, ""});
+       it != dir.forks.end() && it->first.first == name; ++it) {
+    const Fork& f = it->second;
+    json::object fo;
+    fo.emplace("table-uuid", it->first.second);
+    fo.emplace("log-uuid", f.log.text());
+    fo.emplace("from-branch", f.fromBranch ? json::value(*f.fromBranch) : json::value(nullptr));
+    fo.emplace("from-log-uuid", f.fromLog.text());
+    fo.emplace("from-revision", f.fromRevision);
+    fo.emplace("from-metadata-location", f.fromMetadataLocation);
+    fo.emplace("forked-ms", f.forkedMs);
+    forked.emplace_back(std::move(fo));
+  }
+  o.emplace("forked-tables", std::move(forked));
+  return o;
+}
+
+Outcome<std::optional<std::int64_t>> optionalInt(const Body& body, std::string_view key) {
+  const json::value* v = body.find(key);
+  if (!v) return std::optional<std::int64_t>{};
+  if (!v->is_int64()) {
+    return refuse(400, "BadRequestException", "invalid-request", std::string(key) + ": an integer");
+  }
+  return std::optional<std::int64_t>(v->get_int64());
+}
+
+}  // namespace
+
+// GET/POST /v1/{lake}/branches, GET/DELETE /v1/{lake}/branches/{branch} (docs/catalog.md,
+// "Branches").
+asio::awaitable<ServerResponse> CatalogService::Impl::branches(const ServerRequest& req,
+                                                               const Matched& m, Request& r) {
+  if (r.branch) {
+    co_return error(406, "UnsupportedOperationException", "not-on-branch",
+                    "branches are listed, created and dropped through the lake's own prefix");
+  }
+  if (req.method == "DELETE") {
+    auto dropped = co_await dropBranch(r, m.item);
+    co_return dropped ? noContent() : error(dropped.error());
+  }
+  std::optional<std::string> made;
+  if (req.method == "POST") {
+    auto body = Body::parse(req.body, "branch request");
+    if (!body) co_return error(body.error());
+    if (auto ok = body->only(
+            {"name", "parent", "ttl-seconds", "max-snapshot-age-ms", "min-snapshots-to-keep"});
+        !ok) {
+      co_return error(ok.error());
+    }
+    BranchRequest what;
+    auto name = body->string("name");
+    if (!name) co_return error(name.error());
+    what.name = *name;
+    if (body->find("parent")) {
+      auto parent = body->string("parent");
+      if (!parent) co_return error(parent.error());
+      what.parent = *parent;
+    }
+    auto ttl = optionalInt(*body, "ttl-seconds");
+    if (!ttl) co_return error(ttl.error());
+    auto age = optionalInt(*body, "max-snapshot-age-ms");
+    if (!age) co_return error(age.error());
+    auto keep = optionalInt(*body, "min-snapshots-to-keep");
+    if (!keep) co_return error(keep.error());
+    what.ttlSeconds = *ttl;
+    what.maxSnapshotAgeMs = *age;
+    what.minSnapshotsToKeep = *keep;
+    auto created = co_await createBranch(r, what);
+    if (!created) co_return error(created.error());
+    made = created->name;
+  }
+  auto view = co_await readLake(r);
+  if (!view) co_return error(view.error());
+  const LakeDirectory& dir = (*view)->dir;
+  if (m.route == Route::branch || made) {
+    const std::string& name = made ? *made : m.item;
+    auto it = dir.branches.find(name);
+    if (it == dir.branches.end()) {
+      co_return error(404, "NotFoundException", "no-such-branch", "Branch does not exist: " + name);
+    }
+    co_return jsonAnswer(200, branchJson(name, it->second, dir, r.nowMs));
+  }
+  json::array list;
+  for (const auto& [name, b] : dir.branches) list.emplace_back(branchJson(name, b, dir, r.nowMs));
+  co_return jsonAnswer(200, json::object{{"branches", std::move(list)}});
 }
 
 asio::awaitable<ServerResponse> CatalogService::Impl::leases(const ServerRequest& req,

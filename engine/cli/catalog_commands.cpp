@@ -327,7 +327,8 @@ struct LakeStatusOptions {
   bool json = false;
 };
 
-// What the lake log says now: its size, the live leases and the protected snapshots.
+// What the lake log says now: its size, the live leases, the protected snapshots and the
+// catalog branches.
 int runLakeStatus(const LakeStatusOptions& o) {
   return runOnLake(
       o.config, o.lake, o.json, 0, [&](Lake& lake, const CatalogConfig&) -> asio::awaitable<int> {
@@ -335,7 +336,9 @@ int runLakeStatus(const LakeStatusOptions& o) {
         auto view = co_await lake.directory(budget);
         if (!view) co_return reportJson(o.json, view.error(), 0);
         const LakeDirectory& dir = (*view)->dir;
-        const std::int64_t now = unixSecondsNow() * 1000;
+        const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
         auto nameOf = [&](const Uuid& table) {
           auto t = dir.tableOf(table);
           return t ? displayName(*t) : table.text() + " (dropped)";
@@ -373,6 +376,27 @@ int runLakeStatus(const LakeStatusOptions& o) {
                         nameOf(uuid).c_str());
           }
         }
+        JsonArray branches;
+        for (const auto& [name, b] : dir.branches) {
+          const bool expired = b.expiresMs && *b.expiresMs <= now;
+          std::size_t forked = 0;
+          for (auto it = dir.forks.lower_bound({name, ""});
+               it != dir.forks.end() && it->first.first == name; ++it) {
+            ++forked;
+          }
+          JsonObject j;
+          j.add("branch", name).add("branch_id", b.id.text());
+          j.add("parent", b.parent ? *b.parent : std::string(kMainBranch));
+          j.add("depth", std::uint64_t{b.depth}).add("forked_tables", std::uint64_t{forked});
+          if (b.expiresMs) j.add("expires_at_ms", *b.expiresMs);
+          j.add("expired", expired);
+          branches.add(std::move(j));
+          if (!o.json) {
+            std::printf("branch %s of %s: %zu tables written on it%s\n", name.c_str(),
+                        b.parent ? b.parent->c_str() : "main", forked,
+                        expired ? ", expired (read-only until dropped)" : "");
+          }
+        }
         if (o.json) {
           printJson(JsonObject{}
                         .add("ok", true)
@@ -381,7 +405,8 @@ int runLakeStatus(const LakeStatusOptions& o) {
                         .add("namespaces", std::uint64_t{dir.namespaces.size()})
                         .add("tables", std::uint64_t{dir.tables.size()})
                         .add("leases", std::move(leases))
-                        .add("protected_snapshots", std::move(protections)));
+                        .add("protected_snapshots", std::move(protections))
+                        .add("branches", std::move(branches)));
         } else {
           std::printf(
               "lake %s: lake log revision %llu, %zu namespaces, %zu tables, %zu leases, %zu "
@@ -412,6 +437,29 @@ std::set<std::int64_t> heldSnapshots(const LakeDirectory& dir, const Uuid& table
   return held;
 }
 
+// The snapshots the table's state on main and on each catalog branch it was written on points
+// its refs at: retention on main and on every branch keeps them (a branch that still follows
+// its parent shows the parent's state, whose refs retention keeps anyway).
+asio::awaitable<Outcome<std::set<std::int64_t>>> branchHeldSnapshots(Request& r,
+                                                                     const LakeDirectory& dir,
+                                                                     const TableIdent& ident,
+                                                                     const Uuid& table) {
+  std::set<std::int64_t> held;
+  std::vector<std::optional<std::string>> states{std::nullopt};  // main, then each fork
+  for (const auto& [at, _] : dir.forks) {
+    if (at.second == table.text()) states.emplace_back(at.first);
+  }
+  if (states.size() == 1) co_return held;  // no branch: main's refs are kept by Iceberg's rules
+  for (const auto& branch : states) {
+    Request on{r.lake, OperationBudget{}, std::nullopt, r.nowMs, r.maxRebases, r.role};
+    on.branch = branch;
+    auto loaded = co_await loadTable(on, ident);
+    if (!loaded) co_return failureOf(loaded);
+    for (const auto& [_, ref] : loaded->metadata->metadata.refs) held.insert(ref.snapshotId);
+  }
+  co_return held;
+}
+
 // Retention over a lake's tables (dry-run unless --apply): each table's plan, then, with
 // --apply, its commit through the catalog's commit path (a concurrent change makes the plan be
 // made again, at most a few times).
@@ -425,9 +473,21 @@ int runLakeExpire(const LakeExpireOptions& o) {
         OperationBudget budget;
         auto view = co_await lake.directory(budget);
         if (!view) co_return reportJson(o.json, view.error(), secondsSince(started));
-        std::vector<TableIdent> tables;
-        for (const auto& [ident, _] : (*view)->dir.tables) {
-          if (o.table.empty() || displayName(ident) == o.table) tables.push_back(ident);
+        // Each table on main, and on each branch it was written on (its branch-local log).
+        struct Target {
+          TableIdent ident;
+          std::optional<std::string> branch;
+          Uuid uuid;
+        };
+        std::vector<Target> tables;
+        const LakeDirectory& lakeDir = (*view)->dir;
+        for (const auto& [ident, entry] : lakeDir.tables) {
+          if (!o.table.empty() && displayName(ident) != o.table) continue;
+          tables.push_back(Target{ident, std::nullopt, entry.uuid});
+          for (const auto& [at, _] : lakeDir.forks) {
+            if (at.second == entry.uuid.text())
+              tables.push_back(Target{ident, at.first, entry.uuid});
+          }
         }
         if (!o.table.empty() && tables.empty()) {
           co_return reportJson(o.json,
@@ -436,15 +496,19 @@ int runLakeExpire(const LakeExpireOptions& o) {
         }
         JsonArray reports;
         std::uint64_t expired = 0, failed = 0;
-        for (const auto& ident : tables) {
+        std::map<std::string, std::set<std::int64_t>> byBranches;  // by table UUID, read once
+        for (const Target& target : tables) {
+          const TableIdent& ident = target.ident;
+          const std::string name =
+              displayName(ident) + (target.branch ? " on " + *target.branch : "");
           JsonObject t;
           t.add("table", displayName(ident));
+          if (target.branch) t.add("branch", *target.branch);
           bool done = false, stopped = false;
           auto fail = [&](const std::string& code, const std::string& reason) {
             t.add("error", code).add("reason", reason);
             if (!o.json) {
-              std::fprintf(stderr, "%s: %s: %s\n", displayName(ident).c_str(), code.c_str(),
-                           reason.c_str());
+              std::fprintf(stderr, "%s: %s: %s\n", name.c_str(), code.c_str(), reason.c_str());
             }
             ++failed;
             stopped = true;
@@ -456,6 +520,7 @@ int runLakeExpire(const LakeExpireOptions& o) {
                       unixSecondsNow() * 1000,
                       config.server.commitRebases,
                       Role::readWrite};
+            r.branch = target.branch;
             auto loaded = co_await loadTable(r, ident);
             if (!loaded) {
               fail(loaded.error().reason, loaded.error().message);
@@ -467,13 +532,36 @@ int runLakeExpire(const LakeExpireOptions& o) {
               break;
             }
             const TableMetadata& m = loaded->metadata->metadata;
-            auto plan =
-                planRetention(m, r.nowMs, heldSnapshots((*dir)->dir, loaded->uuid, r.nowMs));
+            std::set<std::int64_t> held = heldSnapshots((*dir)->dir, loaded->uuid, r.nowMs);
+            auto known = byBranches.find(target.uuid.text());
+            if (known == byBranches.end()) {
+              auto read = co_await branchHeldSnapshots(r, (*dir)->dir, ident, target.uuid);
+              if (!read) {
+                fail(read.error().reason, read.error().message);
+                break;
+              }
+              known = byBranches.emplace(target.uuid.text(), std::move(*read)).first;
+            }
+            held.insert(known->second.begin(), known->second.end());
+            RetentionDefaults defaults;
+            if (target.branch) {
+              auto b = (*dir)->dir.branches.find(*target.branch);
+              if (b != (*dir)->dir.branches.end()) {
+                defaults =
+                    RetentionDefaults{b->second.maxSnapshotAgeMs, b->second.minSnapshotsToKeep};
+                if (b->second.expiresMs && *b->second.expiresMs <= r.nowMs) {
+                  t.add("skipped", "the branch expired: it is read-only until dropped");
+                  if (!o.json) std::printf("%s: skipped: the branch expired\n", name.c_str());
+                  stopped = true;
+                  break;
+                }
+              }
+            }
+            auto plan = planRetention(m, r.nowMs, held, defaults);
             if (!plan) {  // gc.enabled=false, or a retention property that is not a number
               t.add("skipped", plan.error().message);
               if (!o.json)
-                std::printf("%s: skipped: %s\n", displayName(ident).c_str(),
-                            plan.error().message.c_str());
+                std::printf("%s: skipped: %s\n", name.c_str(), plan.error().message.c_str());
               stopped = true;
               break;
             }
@@ -489,7 +577,7 @@ int runLakeExpire(const LakeExpireOptions& o) {
               std::printf(
                   "%s: %zu snapshots, %zu expire, %zu refs removed, %zu kept by leases or "
                   "protection\n",
-                  displayName(ident).c_str(), m.snapshots.size(), plan->snapshotsToRemove.size(),
+                  name.c_str(), m.snapshots.size(), plan->snapshotsToRemove.size(),
                   plan->refsToRemove.size(), plan->keptForTheCatalog.size());
             }
             if (!o.apply || plan->empty()) {
@@ -580,6 +668,7 @@ int runLakeGc(const LakeGcOptions& o) {
               .add("apply", o.apply)
               .add("grace_seconds", o.graceSeconds)
               .add("tables", r.tables)
+              .add("branch_logs", r.branchLogs)
               .add("purged_tables", r.purgedTables)
               .add("versions", r.versions)
               .add("reachable", gcCounts(r.reachable))

@@ -26,13 +26,15 @@ namespace {
 namespace http = boost::beast::http;
 
 // Faults for the conditional PUTs of table heads (If-Match on a *-current.head that is not the
-// lake log's), one planned action per request, then forwarding.
+// lake log's), or with `lake` of the lake log's head, one planned action per request, then
+// forwarding.
 class Plan {
  public:
-  void set(std::deque<ProxyAction> actions, bool failHeadReads = false) {
+  void set(std::deque<ProxyAction> actions, bool failHeadReads = false, bool lake = false) {
     std::lock_guard lock(mutex_);
     actions_ = std::move(actions);
     failHeadReads_ = failHeadReads;
+    lake_ = lake;
     headPuts_ = 0;
   }
   void stopFailingReads() {
@@ -45,9 +47,9 @@ class Plan {
   }
   ProxyAction decide(const ProxyRequest& r, const std::string& lakeHead) {
     const std::string target(r.target());
-    const bool tableHead = target.find("-current.head") != std::string::npos &&
-                           target.find(lakeHead) == std::string::npos;
     std::lock_guard lock(mutex_);
+    const bool tableHead = target.find("-current.head") != std::string::npos &&
+                           (target.find(lakeHead) != std::string::npos) == lake_;
     if (tableHead && r.method() == http::verb::put && r.find("If-Match") != r.end()) {
       ++headPuts_;
       if (!actions_.empty()) {
@@ -85,6 +87,7 @@ class Plan {
   std::deque<ProxyAction> actions_;
   bool failHeadReads_ = false;
   bool readAfterPut_ = false;
+  bool lake_ = false;
   int headPuts_ = 0;
 };
 
@@ -276,4 +279,83 @@ TEST_CASE("catalog faults: every store fault gives a proven answer", "[catalog][
     CHECK(c.plan.headPuts() == 0);
     CHECK(c.revision() == 1);
   }
+}
+
+// A table's first write on a catalog branch publishes a branch-local log, then registers it in
+// the lake log (docs/catalog.md, "Branches"): the faults hit that registration, the lake log's
+// conditional PUT. 200 only when the registration is in the lake log, 504 when unknown, and a
+// retry with the same Idempotency-Key finds the first result or commits once.
+TEST_CASE("catalog faults: a branch's first write under store faults", "[catalog][rgw]") {
+  auto rgw = test::rgwUrlText();
+  if (!rgw) return;
+  FaultyCatalog c(*rgw);
+  using Kind = ProxyAction::Kind;
+  REQUIRE(c.rig->call("POST", "/v1/prod/branches", R"({"name":"dev"})").status == 200);
+  const std::string onDev = "/v1/prod~dev/namespaces/ns/tables/t";
+  const std::string mainLocation(c.load().at("metadata-location").as_string());
+  auto commitOnDev = [&](const std::string& key) {
+    return c.rig->call("POST", onDev,
+                       R"({"requirements":[],"updates":[{"action":"set-properties",)"
+                       R"("updates":{"on":"dev"}}]})",
+                       {{"Idempotency-Key", key}});
+  };
+  auto forks = [&] {
+    HttpReply r = c.rig->call("GET", "/v1/prod/branches/dev");
+    REQUIRE(r.status == 200);
+    return r.json().at("forked-tables").as_array().size();
+  };
+  auto versionsOnDev = [&] {
+    std::size_t n = 0;
+    while (c.rig->call("GET", onDev + "?as-of=version:" + std::to_string(n + 1)).status == 200) {
+      ++n;
+    }
+    return n;
+  };
+  auto devLocation = [&] {
+    HttpReply r = c.rig->call("GET", onDev);
+    REQUIRE(r.status == 200);
+    return std::string(r.json().at("metadata-location").as_string());
+  };
+
+  SECTION("the registration's answer is dropped after it applied: 200, one fork") {
+    c.plan.set({Plan::of(Kind::dropResponse)}, false, /*lake=*/true);
+    HttpReply r = commitOnDev("k-drop");
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(c.plan.headPuts() == 1);
+    CHECK(forks() == 1);
+    CHECK(versionsOnDev() == 1);
+    CHECK(devLocation() == std::string(r.json().at("metadata-location").as_string()));
+  }
+  SECTION("every registration PUT unanswered: 504, nothing registered; the retry commits once") {
+    c.plan.set({Plan::answer(503, "SlowDown"), Plan::answer(503, "SlowDown"),
+                Plan::answer(503, "SlowDown")},
+               false, /*lake=*/true);
+    HttpReply r = commitOnDev("k-unknown");
+    checkEnvelope(r, 504, "CommitStateUnknownException");
+    CHECK(forks() == 0);
+    CHECK(devLocation() == mainLocation);  // dev still follows main
+    HttpReply again = commitOnDev("k-unknown");
+    INFO(again.body);
+    CHECK(again.status == 200);
+    CHECK(forks() == 1);
+    CHECK(versionsOnDev() == 1);
+  }
+  SECTION(
+      "the registration applied, its answer lost, the head unreadable: 504; the retry "
+      "returns the first result") {
+    c.plan.set({Plan::of(Kind::dropResponse)}, /*failHeadReads=*/true, /*lake=*/true);
+    HttpReply r = commitOnDev("k-504");
+    checkEnvelope(r, 504, "CommitStateUnknownException");
+    c.plan.stopFailingReads();
+    CHECK(forks() == 1);  // it did land
+    HttpReply again = commitOnDev("k-504");
+    INFO(again.body);
+    REQUIRE(again.status == 200);
+    CHECK(std::string(again.json().at("metadata-location").as_string()) == devLocation());
+    CHECK(versionsOnDev() == 1);  // no second commit
+    CHECK(c.plan.headPuts() == 1);
+  }
+  // main never changed.
+  CHECK(std::string(c.load().at("metadata-location").as_string()) == mainLocation);
 }

@@ -121,8 +121,20 @@ TEST_CASE("lake directory and table history: a record from a clock ahead ends no
 TEST_CASE("table history: each commit replaces the current metadata file", "[catalog]") {
   TableHistory h;
   const Digest d{};
-  CHECK(!h.apply(TableCommit{"s3://b/m2", d, 10, std::string("s3://b/m1"), 1, {}}).ok());
+  // A first commit that replaces a file starts a branch-local log: the fold takes it as the
+  // log's base, and a reader refuses it unless the lake log says the log starts there.
+  TableHistory forked;
+  REQUIRE(forked.apply(TableCommit{"s3://b/m2", d, 10, std::string("s3://b/m1"), 1, {}}).ok());
+  CHECK(forked.base == "s3://b/m1");
+  auto asMain = expectBase(forked, std::nullopt, "log");
+  REQUIRE(!asMain.ok());
+  CHECK(asMain.error().code == Errc::corrupt);
+  CHECK(!expectBase(forked, std::string("s3://b/m0"), "log").ok());
+  CHECK(expectBase(forked, std::string("s3://b/m1"), "log").ok());
+  CHECK(!forked.apply(TableCommit{"s3://b/m3", d, 10, std::string("s3://b/m1"), 2, {}}).ok());
   REQUIRE(h.apply(TableCommit{"s3://b/m1", d, 10, std::nullopt, 1, "k1"}).ok());
+  CHECK(expectBase(h, std::nullopt, "log").ok());
+  CHECK(!expectBase(h, std::string("s3://b/m0"), "log").ok());
   auto fork = h.apply(TableCommit{"s3://b/m3", d, 10, std::string("s3://b/m0"), 2, {}});
   REQUIRE(!fork.ok());
   CHECK(fork.error().code == Errc::corrupt);
@@ -132,6 +144,83 @@ TEST_CASE("table history: each commit replaces the current metadata file", "[cat
   CHECK(h.current->metadataLocation == "s3://b/m2");
   REQUIRE(h.commitFor("k1") != nullptr);
   CHECK(h.commitFor("k1")->metadataLocation == "s3://b/m1");
+}
+
+TEST_CASE(
+    "lake directory: catalog branches nest 8 deep, fork each table once, and go with "
+    "what they hold",
+    "[catalog]") {
+  const Uuid id1 = *Uuid::parse("b4a2c000-0000-4000-8000-000000000001");
+  const Uuid log1 = *Uuid::parse("f0c4e000-0000-4000-8000-000000000001");
+  const Uuid log2 = *Uuid::parse("f0c4e000-0000-4000-8000-000000000002");
+  const Uuid log3 = *Uuid::parse("f0c4e000-0000-4000-8000-000000000003");
+  const Uuid log4 = *Uuid::parse("f0c4e000-0000-4000-8000-000000000004");
+  LakeDirectory d;
+  REQUIRE(d.apply(rec(LakeCreated{"prod"})).ok());
+  REQUIRE(d.apply(rec(NamespaceCreated{{"a"}, {}})).ok());
+  REQUIRE(d.apply(rec(TableRegistered{{{"a"}, "t"}, kT1, "s3://b/r/t"})).ok());
+  // A branch of a missing parent; then a chain 8 deep, and no 9th level.
+  auto orphan = d.check(BranchCreated{"x", id1, std::string("nope"), {}, {}, {}});
+  REQUIRE(!orphan.ok());
+  CHECK(orphan.error().key == kMissingBranch);
+  REQUIRE(d.apply(rec(BranchCreated{"b1", id1, std::nullopt, 5000, {}, {}}, {}, 1000)).ok());
+  CHECK(d.branches.at("b1").depth == 1);
+  CHECK(d.branches.at("b1").createdMs == 1000);
+  CHECK(codeOf(d.apply(rec(BranchCreated{"b1", id1, std::nullopt, {}, {}, {}}))) == Errc::conflict);
+  for (int i = 2; i <= 8; ++i) {
+    const std::string parent = "b" + std::to_string(i - 1);
+    REQUIRE(d.apply(rec(BranchCreated{"b" + std::to_string(i), Uuid::random(), parent, {}, {}, {}}))
+                .ok());
+  }
+  CHECK(d.branches.at("b8").depth == kMaxBranchDepth);
+  CHECK(codeOf(d.apply(rec(BranchCreated{"b9", Uuid::random(), std::string("b8"), {}, {}, {}}))) ==
+        Errc::usage);
+  CHECK(d.childrenOf("b1") == std::vector<std::string>{"b2"});
+  // A fork: once per (branch, table), of a registered table, with a log no one else has.
+  const BranchForked fork{"b1", kT1, log1, std::nullopt, kT1, 3, "s3://b/r/t/metadata/m3"};
+  REQUIRE(d.apply(rec(fork, {}, 2000)).ok());
+  REQUIRE(d.forkOf("b1", kT1) != nullptr);
+  CHECK(d.forkOf("b1", kT1)->fromRevision == 3);
+  CHECK(d.forkOf("b1", kT1)->forkedMs == 2000);
+  CHECK(d.forkOf("b2", kT1) == nullptr);
+  CHECK(codeOf(d.apply(rec(BranchForked{"b1", kT1, log2, std::nullopt, kT1, 4, "s3://b/m"}))) ==
+        Errc::conflict);
+  CHECK(codeOf(d.apply(rec(BranchForked{"b2", kT1, log1, std::string("b1"), log1, 1,
+                                        "s3://b/m"}))) == Errc::conflict);  // the log is b1's
+  CHECK(codeOf(d.apply(rec(BranchForked{"b2", kT2, log2, std::nullopt, kT2, 1, "s3://b/m"}))) ==
+        Errc::missing);  // no such table
+  // The provenance is the state the branch showed: b2 follows b1, which has a fork.
+  CHECK(codeOf(d.apply(rec(BranchForked{"b2", kT1, log2, std::nullopt, kT1, 1, "s3://b/m"}))) ==
+        Errc::usage);
+  REQUIRE(d.apply(rec(BranchForked{"b2", kT1, log2, std::string("b1"), log1, 1, "s3://b/m"})).ok());
+  CHECK(d.stateOf(std::string("b3"), kT1).log == log2);  // b3 follows b2
+  CHECK(d.stateOf(std::string("b1"), kT1).base == "s3://b/r/t/metadata/m3");
+  CHECK(d.stateOf(std::nullopt, kT1).log == kT1);
+  // A branch-local log's UUID is never a table's.
+  CHECK(codeOf(d.apply(rec(TableRegistered{{{"a"}, "u"}, log1, "s3://b/r/u"}))) == Errc::conflict);
+  // A branch with branches of its own stays; dropping the leaves first works, and takes the
+  // forks with them.
+  CHECK(codeOf(d.apply(rec(BranchDropped{"b1", id1}))) == Errc::conflict);
+  CHECK(codeOf(d.apply(rec(BranchDropped{"b8", id1}))) == Errc::missing);  // another id
+  for (int i = 8; i >= 2; --i) {
+    const std::string name = "b" + std::to_string(i);
+    REQUIRE(d.apply(rec(BranchDropped{name, d.branches.at(name).id})).ok());
+  }
+  CHECK(d.forkOf("b2", kT1) == nullptr);
+  CHECK(d.forkOf("b1", kT1) != nullptr);
+  // The name is reusable; a dropped fork's log UUID is not.
+  REQUIRE(d.apply(rec(BranchCreated{"b2", Uuid::random(), std::string("b1"), {}, {}, {}})).ok());
+  CHECK(codeOf(d.apply(rec(BranchForked{"b2", kT1, log2, std::string("b1"), log1, 2,
+                                        "s3://b/m"}))) == Errc::conflict);
+  REQUIRE(d.apply(rec(BranchForked{"b2", kT1, log3, std::string("b1"), log1, 2, "s3://b/m"})).ok());
+  // A dropped table takes its forks on every branch.
+  REQUIRE(d.apply(rec(TableDropped{{{"a"}, "t"}, kT1})).ok());
+  CHECK(d.forks.empty());
+  REQUIRE(d.apply(rec(TableRegistered{{{"a"}, "t"}, kT1, "s3://b/r/t"})).ok());
+  CHECK(d.forkOf("b1", kT1) == nullptr);  // registered again, it follows its parents again
+  CHECK(codeOf(d.apply(rec(BranchForked{"b1", kT1, log1, std::nullopt, kT1, 9, "s3://b/m"}))) ==
+        Errc::conflict);
+  REQUIRE(d.apply(rec(BranchForked{"b1", kT1, log4, std::nullopt, kT1, 9, "s3://b/m"})).ok());
 }
 
 TEST_CASE("catalog configuration: read strictly, written back the same, tokens by hash",

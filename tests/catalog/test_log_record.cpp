@@ -56,6 +56,26 @@ std::map<std::string, LakeRecord> lakeRecords() {
   m["snapshot_protected"] = LakeRecord{SnapshotProtected{kTable, 123}, T + 11, std::nullopt};
   m["snapshot_unprotected"] = LakeRecord{
       SnapshotUnprotected{kTable, std::numeric_limits<std::int64_t>::min()}, T + 12, std::nullopt};
+  const Uuid branch1 = *Uuid::parse("b4a2c000-0000-4000-8000-000000000001");
+  const Uuid branch2 = *Uuid::parse("b4a2c000-0000-4000-8000-000000000002");
+  const Uuid log1 = *Uuid::parse("f0c4e000-0000-4000-8000-000000000001");
+  const Uuid log2 = *Uuid::parse("f0c4e000-0000-4000-8000-000000000002");
+  const std::string mloc =
+      kLoc + "/metadata/00002-1a2b3c4d-0000-4000-8000-000000000002.metadata.json";
+  m["branch_created"] = LakeRecord{
+      BranchCreated{"dev", branch1, std::nullopt, std::nullopt, std::nullopt, std::nullopt}, T + 13,
+      std::nullopt};
+  m["branch_created_all"] = LakeRecord{
+      BranchCreated{"feature-2_x", branch2, std::string("dev"), T + 86'400'000, 604'800'000, 10},
+      T + 14, "k-branch"};
+  m["branch_dropped"] = LakeRecord{BranchDropped{"dev", branch1}, T + 15, std::nullopt};
+  m["branch_forked"] =
+      LakeRecord{BranchForked{"dev", kTable, log1, std::nullopt, kTable,
+                              std::uint64_t(std::numeric_limits<std::int64_t>::max()), mloc},
+                 T + 16, std::nullopt};
+  m["branch_forked_nested"] =
+      LakeRecord{BranchForked{"feature-2_x", kTable, log2, std::string("dev"), log1, 1, mloc},
+                 T + 17, std::nullopt};
   return m;
 }
 

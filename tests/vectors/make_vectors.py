@@ -1034,8 +1034,45 @@ LAKE_KEYS = {
     "lease-released": {"lease-id"},
     "snapshot-protected": {"table-uuid", "snapshot-id"},
     "snapshot-unprotected": {"table-uuid", "snapshot-id"},
+    "branch-created": {"branch", "branch-id"},
+    "branch-dropped": {"branch", "branch-id"},
+    "branch-forked": {"branch", "table-uuid", "log-uuid", "from-log-uuid", "from-revision",
+                      "from-metadata-location"},
 }
-LAKE_OPTIONAL = {"lease-taken": {"snapshot-id", "prefix"}, "table-dropped": {"purge-location"}}
+LAKE_OPTIONAL = {"lease-taken": {"snapshot-id", "prefix"}, "table-dropped": {"purge-location"},
+                 "branch-created": {"parent", "expires-ms", "max-snapshot-age-ms",
+                                    "min-snapshots-to-keep"},
+                 "branch-forked": {"from-branch"}}
+
+
+def _check_branch_name(b) -> None:
+    if not isinstance(b, str) or not 1 <= len(b) <= 64 or b[0] in "-_" or b == "main" \
+            or any(c not in "abcdefghijklmnopqrstuvwxyz0123456789-_" for c in b):
+        raise VectorError("format", "branch name")
+
+
+def _positive(v, what) -> None:
+    if not isinstance(v, int) or isinstance(v, bool) or not 0 < v < (1 << 63):
+        raise VectorError("format", what)
+
+
+def check_branch_record(v: dict) -> None:
+    t = v["type"]
+    for k in ("branch", "parent", "from-branch"):
+        if k in v:
+            _check_branch_name(v[k])
+    for k in ("branch-id", "log-uuid", "from-log-uuid"):
+        if k in v:
+            _check_uuid(v[k])
+    for k in ("expires-ms", "max-snapshot-age-ms", "min-snapshots-to-keep", "from-revision"):
+        if k in v:
+            _positive(v[k], k)
+    if t == "branch-created" and v.get("parent") == v["branch"]:
+        raise VectorError("format", "a branch is its own parent")
+    if t == "branch-forked":
+        if v["log-uuid"] in (v["table-uuid"], v["from-log-uuid"]):
+            raise VectorError("format", "a fork's log is a new one")
+        _check_location(v["from-metadata-location"])
 
 
 def _int64(v) -> None:
@@ -1087,6 +1124,8 @@ def check_lake_record(v: dict) -> None:
         _check_uuid(v["lease-id"])
     if "snapshot-id" in v:
         _int64(v["snapshot-id"])
+    if t.startswith("branch-"):
+        check_branch_record(v)
     if t == "lease-taken":
         e = v["expires-ms"]
         if not isinstance(e, int) or isinstance(e, bool) or not 0 < e < (1 << 63):
@@ -2243,6 +2282,27 @@ class Gen:
             ("snapshot_unprotected", "lake", {
                 "type": "snapshot-unprotected", "table-uuid": tu,
                 "snapshot-id": -9223372036854775808, "time-ms": T + 12}),
+            ("branch_created", "lake", {
+                "type": "branch-created", "branch": "dev", "time-ms": T + 13,
+                "branch-id": "b4a2c000-0000-4000-8000-000000000001"}),
+            ("branch_created_all", "lake", {
+                "type": "branch-created", "branch": "feature-2_x", "parent": "dev",
+                "branch-id": "b4a2c000-0000-4000-8000-000000000002", "expires-ms": T + 86_400_000,
+                "max-snapshot-age-ms": 604_800_000, "min-snapshots-to-keep": 10,
+                "time-ms": T + 14, "idempotency-key": "k-branch"}),
+            ("branch_dropped", "lake", {
+                "type": "branch-dropped", "branch": "dev", "time-ms": T + 15,
+                "branch-id": "b4a2c000-0000-4000-8000-000000000001"}),
+            ("branch_forked", "lake", {
+                "type": "branch-forked", "branch": "dev", "table-uuid": tu,
+                "log-uuid": "f0c4e000-0000-4000-8000-000000000001", "from-log-uuid": tu,
+                "from-revision": 9223372036854775807, "from-metadata-location": mloc,
+                "time-ms": T + 16}),
+            ("branch_forked_nested", "lake", {
+                "type": "branch-forked", "branch": "feature-2_x", "from-branch": "dev",
+                "table-uuid": tu, "log-uuid": "f0c4e000-0000-4000-8000-000000000002",
+                "from-log-uuid": "f0c4e000-0000-4000-8000-000000000001", "from-revision": 1,
+                "from-metadata-location": mloc, "time-ms": T + 17}),
             ("commit_first", "table", {
                 "type": "commit", "metadata-location": prev, "metadata-sha256": digest,
                 "metadata-length": 1234, "time-ms": T + 6}),
@@ -2349,6 +2409,28 @@ class Gen:
                 lambda v: v.pop("snapshot-id"))
         variant("protected_snapshot_2_63", "snapshot_protected", "snapshot-id 2^63",
                 lambda v: v.update({"snapshot-id": 1 << 63}))
+        variant("branch_main", "branch_created", "a branch named main",
+                lambda v: v.update(branch="main"))
+        variant("branch_tilde", "branch_created", "a branch name with '~'",
+                lambda v: v.update(branch="a~b"))
+        variant("branch_upper", "branch_created", "a branch name with upper case",
+                lambda v: v.update(branch="Dev"))
+        variant("branch_own_parent", "branch_created_all", "a branch that is its own parent",
+                lambda v: v.update(parent="feature-2_x"))
+        variant("branch_expires_0", "branch_created_all", "expires-ms 0",
+                lambda v: v.update({"expires-ms": 0}))
+        variant("branch_keep_0", "branch_created_all", "min-snapshots-to-keep 0",
+                lambda v: v.update({"min-snapshots-to-keep": 0}))
+        variant("branch_id_nil", "branch_dropped", "the nil branch id",
+                lambda v: v.update({"branch-id": "00000000-0000-0000-0000-000000000000"}))
+        variant("fork_revision_0", "branch_forked", "from-revision 0",
+                lambda v: v.update({"from-revision": 0}))
+        variant("fork_log_is_table", "branch_forked", "a fork's log that is the table's",
+                lambda v: v.update({"log-uuid": tu}))
+        variant("fork_no_location", "branch_forked", "no from-metadata-location",
+                lambda v: v.pop("from-metadata-location"))
+        variant("fork_from_branch_null", "branch_forked_nested", "from-branch null",
+                lambda v: v.update({"from-branch": None}))
         self.bad_records = bad
         self.lake_namespaces = [(lake, lake_log_namespace(lake)) for lake in ("prod", "a", "x" * 64)]
 
