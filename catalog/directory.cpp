@@ -162,7 +162,10 @@ Res<void> LakeDirectory::checkBranch(const LakeChange& change) const {
   if (const auto* c = std::get_if<BranchCreated>(&change)) {
     if (branches.count(c->name)) return conflict("Branch already exists: " + c->name);
     if (branches.size() >= kMaxBranches) {
-      return conflict("the lake holds " + std::to_string(kMaxBranches) + " branches already");
+      return Failure<Error>{Error{
+          Errc::conflict,
+          "the lake holds " + std::to_string(kMaxBranches) + " branches already: drop some first",
+          std::string(kLakeBound)}};
     }
     if (c->parent) {
       if (auto ok = needBranch(*c->parent); !ok) return ok;
@@ -204,7 +207,10 @@ Res<void> LakeDirectory::checkBranch(const LakeChange& change) const {
                                   " as its provenance; the branch showed log " + from.log.text());
     }
     if (forks.size() >= kMaxForks) {
-      return conflict("the lake holds " + std::to_string(kMaxForks) + " forked tables already");
+      return Failure<Error>{Error{Errc::conflict,
+                                  "the lake holds " + std::to_string(kMaxForks) +
+                                      " tables forked on branches already: drop branches first",
+                                  std::string(kLakeBound)}};
     }
     return {};
   }

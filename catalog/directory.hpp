@@ -159,6 +159,8 @@ inline constexpr std::string_view kOverlappingLocation = "location";
 inline constexpr std::string_view kMissingLease = "lease";
 inline constexpr std::string_view kMissingSnapshot = "snapshot";
 inline constexpr std::string_view kMissingBranch = "branch";
+// A conflict with one of the lake's bounds (kMaxBranches, kMaxForks): Error::key.
+inline constexpr std::string_view kLakeBound = "bound";
 // A table log that does not start where the lake log says (expectBase: Error::key).
 inline constexpr std::string_view kOtherBase = "base";
 

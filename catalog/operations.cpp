@@ -62,6 +62,7 @@ Failure<CatalogError> answerFor(const Error& e) {
     return refuse(404, std::string(kNoSuchTable), "no-such-table", e.message);
   }
   if (e.code == Errc::conflict) {
+    if (e.key == kLakeBound) return refuse(409, "ConflictException", "lake-bound", e.message);
     if (e.key == kOverlappingLocation) {
       return refuse(409, std::string(kAlreadyExists), "location-overlaps", e.message);
     }

@@ -739,6 +739,13 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
     co_return error(406, "UnsupportedOperationException", "views-not-served",
                     "views are not served by this catalog");
   }
+  const auto methods = allowed(m.route);
+  if (std::find(methods.begin(), methods.end(), req.method) == methods.end()) {
+    ServerResponse r = error(405, "MethodNotAllowedException", "method-not-allowed",
+                             "this route does not serve that method");
+    r.headers.push_back({"Allow", joined(methods)});
+    co_return r;
+  }
   if (m.branch) {
     if (auto ok = checkBranchName(*m.branch); !ok) {
       co_return badRequest("invalid-branch", ok.error().message);
@@ -749,13 +756,6 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
                       "tables, leases and branches are changed through the lake's own prefix " +
                           lake.id());
     }
-  }
-  const auto methods = allowed(m.route);
-  if (std::find(methods.begin(), methods.end(), req.method) == methods.end()) {
-    ServerResponse r = error(405, "MethodNotAllowedException", "method-not-allowed",
-                             "this route does not serve that method");
-    r.headers.push_back({"Allow", joined(methods)});
-    co_return r;
   }
   // Only GET and HEAD read; every other method the route serves changes the lake.
   const bool mutation = req.method != "GET" && req.method != "HEAD";

@@ -19,7 +19,7 @@ case "$flavour" in
   fuzz) dir=build-fuzz; args=(-DCAIRN_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14) ;;
   *) echo "usage: scripts/build.sh [release|asan|tsan|fuzz]" >&2; exit 2 ;;
 esac
-cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
+cmake -S . -B "$dir" -G Ninja -DCAIRN_WERROR=ON "${args[@]}" >/dev/null
 if [ "$flavour" = fuzz ]; then
   cmake --build "$dir" -j "$jobs" --target fuzz_head fuzz_journal_header fuzz_frames \
     fuzz_segment fuzz_manifest fuzz_publisher_state fuzz_vacuum_lease fuzz_sha256_lane \

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "base/bytes.hpp"
+#include "cairn/version.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
 
@@ -116,6 +117,8 @@ int reportJson(bool json, const Error& e, double seconds) {
 int main(int argc, char** argv) {
   cairn::cli::guardStandardDescriptors();
   CLI::App app{"cairn: a durable journal published as verified checkpoints to object storage"};
+  app.set_version_flag("--version", "cairn " CAIRN_VERSION " (" CAIRN_REVISION ")",
+                       "print the version and the git revision it was built from");
   app.require_subcommand(1);
   int exitCode = 0;
   cairn::cli::addHeadCommands(app, exitCode);
@@ -130,6 +133,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);

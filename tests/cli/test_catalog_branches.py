@@ -201,6 +201,8 @@ def story(label, store, config, server, tok):  # noqa: C901 (one story, step by 
         st, res = call(tok, method, path, body)
         check(st == 406 and res["error"]["reason"] == "not-on-branch",
               f"{label}: {method} {path} on a branch: {st} {res}")
+    st, _ = call(tok, "PUT", tables("dev") + "/t", {})
+    check(st == 405, f"{label}: a method the route does not serve is 405 on a branch too: {st}")
     st, _ = call(ro, "POST", tables("dev") + "/t", {"requirements": [], "updates": []})
     check(st == 403, f"{label}: a read-only token cannot commit on a branch: {st}")
     st, res = call(tok, "DELETE", f"/v1/{LAKE}/branches/dev")
