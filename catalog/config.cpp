@@ -15,6 +15,7 @@
 
 #include "catalog/names.hpp"
 #include "catalog/table_metadata.hpp"
+#include "engine/store/aws_config.hpp"
 #include "engine/store/store_url.hpp"
 #include "io/file.hpp"
 
@@ -195,9 +196,14 @@ bool nested(std::string a, std::string b) {
 }  // namespace
 
 bool rootsOverlap(std::string_view storeA, std::string_view storeB) {
-  auto a = parseStoreUrl(storeA);
-  auto b = parseStoreUrl(storeB);
-  if (!a || !b || a->kind != b->kind) return false;
+  auto parsedA = parseStoreUrl(storeA);
+  auto parsedB = parseStoreUrl(storeB);
+  if (!parsedA || !parsedB || parsedA->kind != parsedB->kind) return false;
+  // Endpoints compared as the stores will use them (one may come from AWS_ENDPOINT_URL_S3).
+  auto a = resolveStoreUrl(*parsedA);
+  auto b = resolveStoreUrl(*parsedB);
+  if (!a) a = std::move(parsedA);
+  if (!b) b = std::move(parsedB);
   if (a->kind == StoreUrl::Kind::directory) {
     std::error_code ec;
     return nested(std::filesystem::absolute(a->directory, ec).lexically_normal().string(),

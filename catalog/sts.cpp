@@ -3,9 +3,9 @@
 #include <pugixml.hpp>
 
 #include <chrono>
-#include <cstdlib>
 
 #include "base/sha256.hpp"
+#include "engine/store/aws_config.hpp"
 #include "net/http_client.hpp"
 #include "net/sigv4.hpp"
 
@@ -16,11 +16,6 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr std::size_t kMaxStsResponse = 64 * 1024;
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 // application/x-www-form-urlencoded, with SigV4's encoding (RFC 3986).
 std::string form(const std::vector<std::pair<std::string, std::string>>& fields) {
@@ -63,14 +58,13 @@ Result<std::unique_ptr<StsClient>, std::string> StsClient::create(asio::any_io_e
   if (!endpoint) return Failure<std::string>{"the STS endpoint: " + endpoint.error()};
   impl->endpoint = *endpoint;
   if (config.roleArn.empty()) return Failure<std::string>{"no role ARN is configured"};
-  impl->keys.accessKey = env("AWS_ACCESS_KEY_ID");
-  impl->keys.secretKey = env("AWS_SECRET_ACCESS_KEY");
-  impl->keys.sessionToken = env("AWS_SESSION_TOKEN");
-  if (impl->keys.accessKey.empty() || impl->keys.secretKey.empty()) {
-    return Failure<std::string>{
-        "STS needs the catalog's keys: AWS_ACCESS_KEY_ID and "
-        "AWS_SECRET_ACCESS_KEY are not set"};
-  }
+  // The catalog's own keys, found as its stores' are (the environment, then the AWS profile).
+  const AwsEnvironment env = AwsEnvironment::process();
+  auto profile = loadAwsProfile(env);
+  if (!profile) return Failure<std::string>{"STS needs the catalog's keys: " + profile.error()};
+  auto keys = resolveAwsCredentials(env, *profile);
+  if (!keys) return Failure<std::string>{"STS needs the catalog's keys: " + keys.error()};
+  impl->keys = std::move(keys->keys);
   net::HttpClientOptions options;
   options.caFile = config.caFile;
   options.tlsExpected = endpoint->tls;

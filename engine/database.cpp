@@ -38,7 +38,8 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
     // Open the store before the journal is created: a store that cannot be opened (no
     // credentials, a directory that cannot be made) leaves nothing behind to trip a retry.
     auto executor = co_await asio::this_coro::executor;
-    auto store = openStore(uring, executor, target->storeUrl, StoreCreation::createIfMissing);
+    auto store = openStore(uring, executor, target->storeUrl, StoreCreation::createIfMissing,
+                           options.storeCredentials);
     if (!store) co_return err(Errc::usage, "store " + target->storeUrl + ": " + store.error());
     db->store_ = std::move(*store);
   }
@@ -107,7 +108,8 @@ asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
   }
   if (!db.store_) {  // create() opened it already
     auto executor = co_await asio::this_coro::executor;
-    auto store = openStore(uring, executor, (*state)->storeUrl);
+    auto store = openStore(uring, executor, (*state)->storeUrl, StoreCreation::existing,
+                           options.storeCredentials);
     if (!store) co_return err(Errc::usage, "store " + (*state)->storeUrl + ": " + store.error());
     db.store_ = std::move(*store);
   }

@@ -19,6 +19,9 @@
 namespace cairn {
 
 class ObjectStore;
+namespace net {
+class S3CredentialsProvider;
+}
 
 // Where a new database publishes: the store URL (docs/stores.md) and its bindings.
 struct PublishTarget {
@@ -36,6 +39,9 @@ struct DatabaseOptions {
   // False: the publisher state is read but its store is not opened (no credentials needed),
   // and publisher() is nullptr; publisherState() still answers (`cairn status --offline`).
   bool openStore = true;
+  // An S3 store's keys from the embedder (asked at every request; net::RefreshableCredentials
+  // can be replaced while the database runs) instead of the environment and the AWS files.
+  std::shared_ptr<net::S3CredentialsProvider> storeCredentials;
 };
 
 class Database {

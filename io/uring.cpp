@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <utility>
 
 namespace cairn::io {
@@ -139,7 +140,11 @@ Uring::Impl::Impl(boost::asio::io_context& context, unsigned entries)
   // one bad operation does not hold back the rest of its batch. Older kernels: without it.
   int r = io_uring_queue_init(entries, &ring_.ring, IORING_SETUP_SUBMIT_ALL);
   if (r == -EINVAL) r = io_uring_queue_init(entries, &ring_.ring, 0);
-  if (r < 0) throw std::system_error(errnoCode(-r), "io_uring_queue_init");
+  if (r < 0) {
+    const std::string refusal = setupRefusal(errnoCode(-r));
+    throw std::system_error(
+        errnoCode(-r), refusal.empty() ? "io_uring_queue_init" : "io_uring_queue_init: " + refusal);
+  }
   ring_.ready = true;
 
   const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -328,6 +333,42 @@ void Uring::Impl::drainForShutdown() {
 
 Uring::Uring(boost::asio::io_context& context, unsigned entries)
     : impl_(std::make_shared<Impl>(context, entries)) {}
+
+// The cause a refused io_uring_queue_init shows on this system, and the fix. Containers'
+// seccomp profiles (Docker's since 25.0, Kubernetes' RuntimeDefault) answer EPERM or ENOSYS to
+// io_uring_setup, kernel.io_uring_disabled answers EPERM, and kernels before 5.12 charge the
+// rings to RLIMIT_MEMLOCK and answer ENOMEM.
+std::string Uring::setupRefusal(std::error_code error) {
+  if (error.category() != std::system_category()) return {};
+  const int err = error.value();
+  if (err != EPERM && err != ENOSYS && err != EACCES && err != ENOMEM) return {};
+  std::string disabled;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/io_uring_disabled", "r")) {
+    char buf[8] = {};
+    if (std::fgets(buf, sizeof buf, f) != nullptr) disabled.assign(buf, strnlen(buf, sizeof buf));
+    std::fclose(f);
+    while (!disabled.empty() && (disabled.back() == '\n' || disabled.back() == ' '))
+      disabled.pop_back();
+  }
+  if (err == ENOMEM) {
+    return "io_uring refused: locked memory (RLIMIT_MEMLOCK) is too small for the rings "
+           "on this kernel; raise it (ulimit -l, or LimitMEMLOCK= in a systemd unit)";
+  }
+  std::string what =
+      "io_uring refused by this system (cairn needs io_uring for its journal and files): ";
+  if (!disabled.empty() && disabled != "0") {
+    what += "kernel.io_uring_disabled is " + disabled +
+            "; allow it with `sysctl kernel.io_uring_disabled=0` (1 allows only the group in "
+            "kernel.io_uring_group)";
+  } else {
+    what +=
+        "a seccomp profile (a container's) blocks io_uring_setup; allow io_uring_setup, "
+        "io_uring_enter and io_uring_register in the container's seccomp profile (e.g. "
+        "docker run --security-opt seccomp=PROFILE.json, Kubernetes securityContext."
+        "seccompProfile), or run where io_uring is allowed";
+  }
+  return what;
+}
 
 IoResult<std::unique_ptr<Uring>> Uring::create(boost::asio::io_context& context, unsigned entries) {
   try {

@@ -41,6 +41,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <system_error>
 
 #include "io/error.hpp"
 
@@ -77,6 +79,10 @@ class Uring {
   explicit Uring(boost::asio::io_context& context, unsigned entries = 256);
   static IoResult<std::unique_ptr<Uring>> create(boost::asio::io_context& context,
                                                  unsigned entries = 256);
+  // For an error create() returned: what refused the ring on this system and how to allow it
+  // (a container's seccomp profile, kernel.io_uring_disabled, RLIMIT_MEMLOCK before Linux
+  // 5.12); empty when the error is not a refusal.
+  static std::string setupRefusal(std::error_code error);
   ~Uring();
   Uring(const Uring&) = delete;
   Uring& operator=(const Uring&) = delete;

@@ -98,7 +98,7 @@ std::optional<std::string> invalidConfig(const S3Config& c) {
   if (!isValidRegion(c.region)) {
     return std::string("S3 region must be 1..64 letters, digits, '-' or '_'");
   }
-  if (c.accessKey.empty() || c.secretKey.empty()) {
+  if (!c.credentialsProvider && (c.accessKey.empty() || c.secretKey.empty())) {
     return std::string("S3 access key and secret key are required");
   }
   if (!headerSafe(c.accessKey) || !headerSafe(c.secretKey) || !headerSafe(c.sessionToken)) {
@@ -265,6 +265,21 @@ struct S3Client::Impl {
 
   bool pathStyle() const { return config.addressing == S3Addressing::path; }
 
+  // The keys to sign the next request with: the provider's, checked, or the fixed ones. A copy
+  // per request, as the client may serve requests from several threads at once.
+  Result<SigV4Credentials, std::string> signingCredentials() const {
+    if (!config.credentialsProvider) return credentials;
+    auto provided = config.credentialsProvider->credentials();
+    if (!provided) return Failure<std::string>{"credentials: " + provided.error()};
+    if (provided->accessKey.empty() || provided->secretKey.empty() ||
+        !headerSafe(provided->accessKey) || !headerSafe(provided->secretKey) ||
+        !headerSafe(provided->sessionToken)) {
+      return Failure<std::string>{
+          "credentials: the provider gave an empty key or one that is not printable ASCII"};
+    }
+    return provided;
+  }
+
   std::string objectPath(std::string_view fullKey) const {
     std::string out = pathStyle() ? "/" + config.bucket + "/" : "/";
     out += fullKey;
@@ -289,8 +304,12 @@ struct S3Client::Impl {
     toSign.headers.push_back({"Host", endpoint.hostHeader()});
     SigV4Options options;
     options.payloadHash = std::move(payloadHash);
+    auto signing = signingCredentials();
+    if (!signing) {
+      co_return Failure<HttpError>{HttpError{HttpErrorKind::notSent, 0, 0, signing.error()}};
+    }
     const auto signature =
-        signHeaders(toSign, credentials, scope, std::chrono::system_clock::now(), options);
+        signHeaders(toSign, *signing, scope, std::chrono::system_clock::now(), options);
 
     HttpRequest request;
     request.method = std::move(method);
@@ -315,6 +334,12 @@ struct S3Client::Impl {
   std::string untrusted(std::string text, std::size_t limit) const {
     redactFragments(text, config.secretKey);
     redactFragments(text, config.sessionToken);
+    if (config.credentialsProvider) {
+      if (auto provided = config.credentialsProvider->credentials()) {
+        redactFragments(text, provided->secretKey);
+        redactFragments(text, provided->sessionToken);
+      }
+    }
     return boundedDisplay(text, limit);
   }
 
@@ -670,7 +695,9 @@ std::string S3Client::presignedUrl(std::string_view method, std::string_view key
   SigV4Options options;
   options.payloadHash = std::string(kUnsignedPayload);
   options.addContentSha256Header = false;
-  const auto signature = presign(request, impl_->credentials, impl_->scope,
+  // A provider that fails gives a URL signed with the fixed keys (empty: the store refuses it).
+  auto signing = impl_->signingCredentials();
+  const auto signature = presign(request, signing ? *signing : impl_->credentials, impl_->scope,
                                  std::chrono::system_clock::now(), expires, options);
   return std::string(impl_->endpoint.tls ? "https://" : "http://") + impl_->endpoint.hostHeader() +
          uriEncodePath(request.path) + "?" + signature.query;

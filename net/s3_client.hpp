@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,7 @@
 #include "base/sha256.hpp"
 #include "net/http_client.hpp"
 #include "net/s3_dialect.hpp"
+#include "net/sigv4.hpp"
 
 namespace cairn::net {
 
@@ -98,6 +100,39 @@ enum class S3Addressing { path, virtualHost };
 // saves a pass over the body and is allowed only over https (TLS protects the bytes).
 enum class PayloadSigning { sha256, unsignedOverTls };
 
+// Where an S3 client's keys come from when they are not fixed in S3Config: an embedder's own
+// source (an STS session it refreshes, a secrets manager). credentials() is called for every
+// request, on the client's executor, just before signing; it must be cheap (return what it
+// holds; refresh elsewhere) and safe to call while another thread replaces what it holds. A
+// failure fails that request before anything is sent (S3Status::failure, the message quoted).
+class S3CredentialsProvider {
+ public:
+  virtual ~S3CredentialsProvider() = default;
+  virtual Result<SigV4Credentials, std::string> credentials() = 0;
+};
+
+// Credentials that can be replaced while clients use them: set() from any thread; every
+// request signed after it returns uses the new ones.
+class RefreshableCredentials final : public S3CredentialsProvider {
+ public:
+  explicit RefreshableCredentials(SigV4Credentials initial = {}) : current_(std::move(initial)) {}
+  void set(SigV4Credentials next) {
+    std::lock_guard lock(mutex_);
+    current_ = std::move(next);
+  }
+  Result<SigV4Credentials, std::string> credentials() override {
+    std::lock_guard lock(mutex_);
+    if (current_.accessKey.empty() || current_.secretKey.empty()) {
+      return Failure<std::string>{"no S3 credentials set yet"};
+    }
+    return current_;
+  }
+
+ private:
+  std::mutex mutex_;
+  SigV4Credentials current_;
+};
+
 struct S3Config {
   std::string endpoint;  // "http://127.0.0.1:7480", "https://s3.eu-west-1.amazonaws.com"
   std::string region = "us-east-1";
@@ -107,7 +142,10 @@ struct S3Config {
   std::string accessKey;
   std::string secretKey;     // never logged
   std::string sessionToken;  // optional, never logged
-  std::string caFile;        // https: trust only this CA file (else the system store)
+  // When set, every request is signed with what it gives, and the three fields above are
+  // not used (they may be empty).
+  std::shared_ptr<S3CredentialsProvider> credentialsProvider;
+  std::string caFile;  // https: trust only this CA file (else the system store)
   std::chrono::milliseconds connectTimeout{5000};
   std::chrono::milliseconds requestTimeout{60000};
   std::chrono::milliseconds idleTimeout{20000};

@@ -12,8 +12,8 @@
 #   CAIRN_QUICKSTART_RECORDS  how many records (default 1000000, about 60 MiB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/build.sh release >/dev/null
+bash scripts/install-deps.sh build
+bash scripts/build.sh command >/dev/null
 cairn=$PWD/build/engine/cairn
 dir=${CAIRN_QUICKSTART_DIR:-$(mktemp -d /tmp/cairn-quickstart.XXXXXX)}
 records=${CAIRN_QUICKSTART_RECORDS:-1000000}

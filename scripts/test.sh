@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs cairn's whole test suite, as CI does: installs what is missing, checks formatting,
 # model-checks the protocols (spin; in the quick loop too), then builds and runs the tests in
-# the release, ASan+UBSan and TSan builds, and runs every fuzz target briefly. Fails on the
-# first failing step.
+# the release (CMAKE_BUILD_TYPE=Release) build, installs it and builds an embedder's project
+# against the installed package, runs the tests in the ASan+UBSan and TSan builds, and runs
+# every fuzz target briefly. Fails on the first failing step.
 #   CAIRN_TEST_QUICK=1  only the release build (for a fast local loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh ci
 
 started=$SECONDS
 step() { printf '\n==== %s (at %d s) ====\n' "$*" $((SECONDS - started)); }
@@ -46,6 +47,9 @@ run_ctest() {  # dir [ctest args...]
 step "release build and tests"
 bash scripts/build.sh release
 run_ctest build
+
+step "install into a temporary prefix; build and run docs/examples/consumer against it"
+bash scripts/check-install.sh build
 
 if [ "${CAIRN_TEST_QUICK:-0}" != 1 ]; then
   step "ASan+UBSan build and tests"

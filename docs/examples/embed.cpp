@@ -10,9 +10,9 @@
 
 #include <boost/asio/this_coro.hpp>
 
-#include "engine/database.hpp"
-#include "engine/runtime/async.hpp"
-#include "io/uring.hpp"
+#include <cairn/engine/database.hpp>
+#include <cairn/engine/runtime/async.hpp>
+#include <cairn/io/uring.hpp>
 
 namespace asio = boost::asio;
 

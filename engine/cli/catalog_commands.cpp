@@ -19,6 +19,7 @@
 #include "catalog/service.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/run.hpp"
+#include "engine/store/aws_config.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/store/store_errors.hpp"
 #include "io/uring.hpp"
@@ -806,7 +807,10 @@ int runServe(const ServeOptions& o) {
     auto executor = co_await asio::this_coro::executor;
     std::vector<std::unique_ptr<Lake>> lakes;
     for (const auto& l : config->lakes) {
-      auto url = parseStoreUrl(l.store);
+      auto parsed = parseStoreUrl(l.store);
+      if (!parsed) co_return report(Error{Errc::usage, "lake " + l.id + ": " + parsed.error()});
+      // Resolved once here: the lake hands clients the endpoint and region the store uses.
+      auto url = resolveStoreUrl(*parsed);
       if (!url) co_return report(Error{Errc::usage, "lake " + l.id + ": " + url.error()});
       auto store = openStore(uring, executor, *url);
       if (!store) co_return report(Error{Errc::usage, "lake " + l.id + ": " + store.error()});

@@ -37,8 +37,9 @@ int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body)
   boost::asio::io_context context(1);
   auto uring = io::Uring::create(context);
   if (!uring) {
-    std::fprintf(stderr, "cairn: io: cannot set up io_uring: %s\n",
-                 uring.error().message().c_str());
+    const std::string refusal = io::Uring::setupRefusal(uring.error());
+    std::fprintf(stderr, "cairn: io: cannot set up io_uring: %s%s%s\n",
+                 uring.error().message().c_str(), refusal.empty() ? "" : ": ", refusal.c_str());
     return 1;
   }
   int exitCode = 1;

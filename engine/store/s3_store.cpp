@@ -1,9 +1,9 @@
 #include "engine/store/s3_store.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "engine/runtime/async.hpp"
+#include "engine/store/aws_config.hpp"
 #include "net/s3_client.hpp"
 
 namespace cairn {
@@ -42,11 +42,6 @@ Failure<StoreOutcome> refusal(const net::ProbeReport& report) {
                    report.verdictLine());
 }
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
 }  // namespace
 
 struct S3Store::Impl {
@@ -64,8 +59,15 @@ struct S3Store::Impl {
 S3Store::S3Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 S3Store::~S3Store() = default;
 
-Result<std::unique_ptr<S3Store>, std::string> S3Store::open(asio::any_io_executor executor,
-                                                            const StoreUrl& url) {
+Result<std::unique_ptr<S3Store>, std::string> S3Store::open(
+    asio::any_io_executor executor, const StoreUrl& given,
+    std::shared_ptr<net::S3CredentialsProvider> credentials) {
+  const AwsEnvironment env = AwsEnvironment::process();
+  auto profile = loadAwsProfile(env);
+  if (!profile) return failureOf(profile);
+  auto resolved = resolveS3Url(given, env, *profile);
+  if (!resolved) return failureOf(resolved);
+  const StoreUrl& url = *resolved;
   auto impl = std::make_unique<Impl>();
   impl->executor = executor;
   net::S3Config& c = impl->config;
@@ -79,13 +81,14 @@ Result<std::unique_ptr<S3Store>, std::string> S3Store::open(asio::any_io_executo
   // Resolving, connecting and the TLS handshake are inside timeout_ms too (at most the
   // client's own 5 s): a server that accepts and never answers is bounded by what was asked.
   c.connectTimeout = std::min(c.connectTimeout, c.requestTimeout);
-  c.accessKey = env("AWS_ACCESS_KEY_ID");
-  c.secretKey = env("AWS_SECRET_ACCESS_KEY");
-  c.sessionToken = env("AWS_SESSION_TOKEN");
-  if (c.accessKey.empty() || c.secretKey.empty()) {
-    return Failure<std::string>{
-        "S3 credentials missing: set AWS_ACCESS_KEY_ID and "
-        "AWS_SECRET_ACCESS_KEY"};
+  if (credentials) {
+    c.credentialsProvider = std::move(credentials);
+  } else {
+    auto keys = resolveAwsCredentials(env, *profile);
+    if (!keys) return failureOf(keys);
+    c.accessKey = std::move(keys->keys.accessKey);
+    c.secretKey = std::move(keys->keys.secretKey);
+    c.sessionToken = std::move(keys->keys.sessionToken);
   }
   impl->autoDialect = url.dialect == "auto";
   c.dialect = url.dialect == "rgw" ? net::S3Dialect::rgw : net::S3Dialect::aws;

@@ -15,13 +15,17 @@ namespace cairn {
 
 namespace net {
 class S3Client;
-}
+class S3CredentialsProvider;
+}  // namespace net
 
 class S3Store final : public ObjectStore {
  public:
-  // Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
-  static Result<std::unique_ptr<S3Store>, std::string> open(boost::asio::any_io_executor executor,
-                                                            const StoreUrl& url);
+  // What the URL leaves open, and the keys, come from the environment and the AWS shared
+  // files (resolveStoreUrl, resolveAwsCredentials); with a provider, the keys come from it at
+  // every request.
+  static Result<std::unique_ptr<S3Store>, std::string> open(
+      boost::asio::any_io_executor executor, const StoreUrl& url,
+      std::shared_ptr<net::S3CredentialsProvider> credentials = nullptr);
   ~S3Store() override;
 
   boost::asio::awaitable<StoreResult<StoredObject>> get(std::string key,

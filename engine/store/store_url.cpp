@@ -58,19 +58,26 @@ Result<void, std::string> setParameter(const std::string& name, const std::strin
       return bad("endpoint " + escapeForDisplay(value) + ": " + endpoint.error());
     }
     out.endpoint = value;
+    out.endpointSource = "url";
   } else if (name == "region") {
     if (!net::isValidRegion(value)) return bad("region must be 1..64 letters, digits, '-' or '_'");
     out.region = value;
+    out.regionSource = "url";
   } else if (name == "dialect") {
     if (value != "auto" && value != "rgw" && value != "aws") {
       return bad("dialect must be auto, rgw or aws");
     }
     out.dialect = value;
   } else if (name == "addressing") {
-    if (value != "path" && value != "virtual") return bad("addressing must be path or virtual");
+    if (value != "auto" && value != "path" && value != "virtual") {
+      return bad("addressing must be auto, path or virtual");
+    }
+    out.addressing = value;
     out.virtualHost = value == "virtual";
+    if (value != "auto") out.addressingSource = "url";
   } else if (name == "ca") {
     out.caFile = value;
+    out.caSource = "url";
   } else if (name == "timeout_ms") {
     // Per attempt: write the request and read the whole response. 100 ms .. 1 hour.
     std::uint64_t ms = 0;
@@ -137,9 +144,7 @@ Result<void, std::string> parseS3(std::string_view rest, StoreUrl& out) {
     }
     out.root = root;
   }
-  if (auto parsed = parseQuery(query, out); !parsed) return parsed;
-  if (out.endpoint.empty()) return bad("s3 URLs need ?endpoint=http(s)://host[:port]");
-  return {};
+  return parseQuery(query, out);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Store URLs (docs/stores.md):
 //   /path/to/dir  or  file:///path/to/dir                the directory store
-//   s3://BUCKET[/ROOT]?endpoint=URL&region=R[&dialect=auto|rgw|aws][&addressing=path|virtual]
-//                      [&ca=FILE][&timeout_ms=MS]         S3; credentials from the environment
-// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), never from the URL.
+//   s3://BUCKET[/ROOT][?endpoint=URL][&region=R][&dialect=auto|rgw|aws]
+//                      [&addressing=auto|path|virtual][&ca=FILE][&timeout_ms=MS]   S3
+// What the URL leaves open (endpoint, region, addressing, CA) and the credentials (never in the
+// URL) come from the environment and the AWS shared files, in the AWS CLI's order
+// (engine/store/aws_config.hpp: resolveStoreUrl).
 #pragma once
 
 #include <filesystem>
@@ -20,11 +22,14 @@ struct StoreUrl {
   // S3
   std::string bucket;
   std::string root;  // key prefix, without a trailing '/' ("" for none)
+  // Empty until given or resolved (resolveStoreUrl fills them and says where from).
   std::string endpoint;
-  std::string region = "us-east-1";
+  std::string region;
   std::string dialect = "auto";
+  std::string addressing = "auto";  // auto, path or virtual; resolved into virtualHost
   bool virtualHost = false;
   std::string caFile;
+  std::string endpointSource, regionSource, addressingSource, caSource;  // "url", "AWS_REGION", ...
   std::uint64_t requestTimeoutMs = 60'000;  // timeout_ms: per attempt, request and response
 
   // The URL as given, safe to print (it never holds secrets).

@@ -313,7 +313,8 @@ with tempfile.TemporaryDirectory() as tmp:
         writable_recovery(tmp, store, label)
 
     # Bad input: a clear error, nothing created.
-    r = run("init", os.path.join(tmp, "bad"), "--db-id", "x", "--store", "s3://nobucket")
+    # (s3://nobucket alone is a store now: its endpoint and region come from AWS's conventions.)
+    r = run("init", os.path.join(tmp, "bad"), "--db-id", "x", "--store", "s3://No_Bucket")
     check(r.returncode == 2 and not os.path.exists(os.path.join(tmp, "bad")),
           f"init refuses a bad store URL before creating anything: {r.stderr!r}")
     # A store that cannot be opened (no credentials) is refused before the journal is

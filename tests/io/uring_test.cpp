@@ -1,5 +1,9 @@
 // Uring: file operations through io_uring, awaited on an Asio io_context.
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
@@ -9,9 +13,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstddef>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/file.hpp"
@@ -367,4 +374,89 @@ TEST_CASE("Uring: create reports a refused setup as an error code", "[io]") {
   REQUIRE(fine.ok());
   CHECK((*fine)->capacity() == 2);
   CHECK_THROWS_AS(Uring(context, 0), std::system_error);
+}
+
+namespace {
+
+// What setting up a ring showed on a thread whose io_uring_setup answers errnoValue, as under a
+// container's seccomp profile (the filter binds that thread only, and ends with it). Catch2's
+// assertions stay on the test's thread.
+struct RefusedSetup {
+  bool filterInstalled = false;
+  bool created = false;
+  int createError = 0;
+  std::string refusal;
+  bool constructed = false;
+  int thrownError = 0;
+  std::string thrownWhat;
+};
+
+RefusedSetup setUpRingUnderFilter(int errnoValue) {
+  RefusedSetup seen;
+  std::thread thread([&] {
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ERRNO | (static_cast<unsigned>(errnoValue) & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+      return;
+    }
+    seen.filterInstalled = true;
+    asio::io_context context;
+    auto ring = Uring::create(context, 8);
+    seen.created = ring.ok();
+    if (!ring.ok()) {
+      seen.createError = ring.error().value();
+      seen.refusal = Uring::setupRefusal(ring.error());
+    }
+    try {
+      Uring direct(context, 8);
+      seen.constructed = true;
+    } catch (const std::system_error& e) {
+      seen.thrownError = e.code().value();
+      seen.thrownWhat = e.what();
+    }
+  });
+  thread.join();
+  return seen;
+}
+
+std::string ioUringDisabledSetting() {
+  std::ifstream in("/proc/sys/kernel/io_uring_disabled");
+  std::string value;
+  in >> value;
+  return value;
+}
+
+}  // namespace
+
+TEST_CASE("Uring: a ring refused by seccomp or the kernel names the cause and the fix", "[io]") {
+  // This machine allows io_uring (every other test here uses it), so the setting is 0 or absent
+  // and the refusal below can only be the filter's: the message must say seccomp.
+  const std::string setting = ioUringDisabledSetting();
+  REQUIRE((setting.empty() || setting == "0"));
+  for (int refused : {EPERM, ENOSYS}) {
+    CAPTURE(refused);
+    const RefusedSetup seen = setUpRingUnderFilter(refused);
+    REQUIRE(seen.filterInstalled);
+    REQUIRE(!seen.created);
+    CHECK(seen.createError == refused);
+    CHECK(seen.refusal.find("io_uring refused by this system") != std::string::npos);
+    CHECK(seen.refusal.find("seccomp profile") != std::string::npos);
+    CHECK(seen.refusal.find("io_uring_setup") != std::string::npos);
+    CHECK(!seen.constructed);
+    CHECK(seen.thrownError == refused);
+    CHECK(seen.thrownWhat.find("seccomp profile") != std::string::npos);
+  }
+  // ENOMEM is the locked-memory limit of kernels before 5.12; other errors are not refusals.
+  CHECK(
+      Uring::setupRefusal(std::error_code(ENOMEM, std::system_category())).find("RLIMIT_MEMLOCK") !=
+      std::string::npos);
+  CHECK(Uring::setupRefusal(std::error_code(EINVAL, std::system_category())).empty());
+  CHECK(Uring::setupRefusal(std::make_error_code(std::errc::permission_denied)).empty());
 }

@@ -13,6 +13,7 @@
 #include "engine/journal/journal.hpp"
 #include "engine/store/s3_store.hpp"
 #include "io/uring.hpp"
+#include "net/s3_client.hpp"
 #include "tests/store/s3_test_env.hpp"
 #include "tests/store/store_conformance.hpp"
 
@@ -110,4 +111,43 @@ TEST_CASE("checkpoint through S3 verifies, and a damaged segment is caught (RGW)
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == Errc::corrupt);
   CHECK(bad.error().key == key);
+}
+
+TEST_CASE("an embedder's credentials provider is asked at every request (RGW)", "[store][s3]") {
+  auto url = rgwUrl();
+  if (!url) return;
+  const net::SigV4Credentials good{test::env("S3_ACCESS_KEY"), test::env("S3_SECRET_KEY"), ""};
+  // With a provider, the environment's keys are not needed (nor used).
+  ::unsetenv("AWS_ACCESS_KEY_ID");
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  auto provider = std::make_shared<net::RefreshableCredentials>();
+  asio::io_context context{1};
+  auto opened = S3Store::open(context.get_executor(), *url, provider);
+  ::setenv("AWS_ACCESS_KEY_ID", good.accessKey.c_str(), 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", good.secretKey.c_str(), 1);
+  REQUIRE(opened.ok());
+  ObjectStore& store = **opened;
+  const std::string text = "signed by the provider";
+  const ByteView body = asBytes(text);
+
+  // Nothing set yet: the request fails before it is sent.
+  auto none = io::test::runToCompletion(context, store.putIfAbsent("provided/a", body));
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().status == StoreStatus::failure);
+  CHECK(none.error().message.find("no S3 credentials set yet") != std::string::npos);
+  CHECK(none.error().http == 0);
+
+  // A wrong secret: the store refuses the signature, and nothing is written.
+  provider->set({good.accessKey, good.secretKey + "x", ""});
+  auto wrong = io::test::runToCompletion(context, store.putIfAbsent("provided/a", body));
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.error().http == 403);
+  CHECK(wrong.error().message.find(good.secretKey) == std::string::npos);
+
+  // Replaced while the store is open: the next request uses the new keys.
+  provider->set(good);
+  REQUIRE(io::test::runToCompletion(context, store.putIfAbsent("provided/a", body)).ok());
+  auto back = io::test::runToCompletion(context, store.get("provided/a", 1024));
+  REQUIRE(back.ok());
+  CHECK(std::string(back->bytes.begin(), back->bytes.end()) == text);
 }

@@ -1,0 +1,39 @@
+# Install rules and the CMake package: find_package(cairn) gives cairn::engine and the layers
+# below it (cairn::base, cairn::io, cairn::net, cairn::format) and the catalog
+# (cairn::catalog_format, cairn::catalog); pkg-config gives `cairn`. The headers go to
+# include/cairn/ (consumers write <cairn/engine/database.hpp>), the `cairn` command to bin/.
+include(CMakePackageConfigHelpers)
+
+set(cairn_exported cairn_base cairn_io cairn_net cairn_format cairn_engine cairn_catalog_format
+    cairn_catalog)
+foreach(target IN LISTS cairn_exported)
+  string(REGEX REPLACE "^cairn_" "" short ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${short})
+endforeach()
+
+install(TARGETS ${cairn_exported} EXPORT cairnTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS cairn RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The headers of the installed libraries; the command line's (engine/cli) are its own.
+install(DIRECTORY base io net engine catalog
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cairn
+  FILES_MATCHING PATTERN "*.hpp"
+  PATTERN "cli" EXCLUDE)
+
+set(cairn_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/cairn)
+install(EXPORT cairnTargets NAMESPACE cairn:: DESTINATION ${cairn_cmake_dir})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/cairnConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cairnConfig.cmake INSTALL_DESTINATION ${cairn_cmake_dir})
+# 0.x: a minor version may change the API, so only the same minor version is compatible.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cairnConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/cairnConfig.cmake ${PROJECT_BINARY_DIR}/cairnConfigVersion.cmake
+  DESTINATION ${cairn_cmake_dir})
+
+# cairn.pc, relocatable: its prefix is found from the file's own place (${pcfiledir}), so
+# `cmake --install --prefix DIR` needs no reconfigure.
+file(RELATIVE_PATH cairn_pc_to_prefix /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn.pc.in ${PROJECT_BINARY_DIR}/cairn.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/cairn.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
