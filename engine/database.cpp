@@ -1,6 +1,7 @@
 #include "engine/database.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <boost/asio/this_coro.hpp>
 
@@ -41,7 +42,7 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
     auto store = openStore(uring, executor, target->storeUrl, StoreCreation::createIfMissing,
                            options.storeCredentials);
     if (!store) co_return err(Errc::usage, "store " + target->storeUrl + ": " + store.error());
-    db->store_ = std::move(*store);
+    db->store_ = std::make_unique<CountingStore>(std::move(*store));
   }
   auto journal = co_await Journal::create(uring, dir, databaseId, options.journal);
   if (!journal) co_return failureOf(journal);
@@ -111,7 +112,7 @@ asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
     auto store = openStore(uring, executor, (*state)->storeUrl, StoreCreation::existing,
                            options.storeCredentials);
     if (!store) co_return err(Errc::usage, "store " + (*state)->storeUrl + ": " + store.error());
-    db.store_ = std::move(*store);
+    db.store_ = std::make_unique<CountingStore>(std::move(*store));
   }
   db.publisher_ =
       std::make_unique<Publisher>(uring, *db.journal_, *db.store_, dir, std::move(**state),
@@ -119,12 +120,35 @@ asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
   co_return Res<void>{};
 }
 
+namespace {
+
+void note(PublicationStats& stats, const Res<PublishResult>& result,
+          std::chrono::steady_clock::time_point started) {
+  stats.lastSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  stats.seconds += stats.lastSeconds;
+  if (result) {
+    ++stats.published;
+  } else if (result.error().code == Errc::uncertain) {
+    ++stats.uncertain;
+  } else if (result.error().code == Errc::conflict) {
+    ++stats.conflict;
+  } else {
+    ++stats.failed;
+  }
+}
+
+}  // namespace
+
 asio::awaitable<Res<PublishResult>> Database::checkpoint() {
   if (!publisher_) {
     co_return err(Errc::usage,
                   "this database has no store to publish to (create it with a store URL)");
   }
-  co_return co_await publisher_->checkpoint();
+  const auto started = std::chrono::steady_clock::now();
+  auto result = co_await publisher_->checkpoint();
+  note(checkpoints_, result, started);
+  co_return result;
 }
 
 asio::awaitable<Res<PublishResult>> Database::compact() {
@@ -132,7 +156,19 @@ asio::awaitable<Res<PublishResult>> Database::compact() {
     co_return err(Errc::usage,
                   "this database has no store to publish to (create it with a store URL)");
   }
-  co_return co_await publisher_->compact();
+  const auto started = std::chrono::steady_clock::now();
+  auto result = co_await publisher_->compact();
+  note(compactions_, result, started);
+  co_return result;
+}
+
+DatabaseStats Database::stats() const {
+  DatabaseStats s;
+  s.journal = journal_->stats();
+  s.checkpoints = checkpoints_;
+  s.compactions = compactions_;
+  if (store_) s.store = store_->stats();
+  return s;
 }
 
 }  // namespace cairn

@@ -15,6 +15,7 @@
 #include "engine/journal/journal.hpp"
 #include "engine/publish/publisher.hpp"
 #include "engine/runtime/budget.hpp"
+#include "engine/store/counting_store.hpp"
 
 namespace cairn {
 
@@ -42,6 +43,24 @@ struct DatabaseOptions {
   // An S3 store's keys from the embedder (asked at every request; net::RefreshableCredentials
   // can be replaced while the database runs) instead of the environment and the AWS files.
   std::shared_ptr<net::S3CredentialsProvider> storeCredentials;
+};
+
+// What checkpoint() (or compact()) calls ended in, and how long they took.
+struct PublicationStats {
+  std::uint64_t published = 0;  // ok: the store's head selects it
+  std::uint64_t failed = 0;     // refused or failed: nothing selected
+  std::uint64_t uncertain = 0;  // unknown outcome; a pending intent records it
+  std::uint64_t conflict = 0;   // the store's head is not the one this database expects
+  double seconds = 0;           // summed over the calls
+  double lastSeconds = 0;       // the latest call's
+};
+
+// What the database did since it was opened (docs/embedding.md, "Statistics").
+struct DatabaseStats {
+  JournalStats journal;
+  PublicationStats checkpoints;
+  PublicationStats compactions;
+  std::optional<StoreStats> store;  // absent when no store is open
 };
 
 class Database {
@@ -80,6 +99,8 @@ class Database {
     return unopenedState_ ? &*unopenedState_ : nullptr;
   }
   ObjectStore* store() { return store_.get(); }
+  // A snapshot of the counters; call it where the database runs (its io_context's thread).
+  DatabaseStats stats() const;
   EngineLimits& limits() { return limits_; }
 
  private:
@@ -90,9 +111,11 @@ class Database {
 
   EngineLimits limits_;
   std::unique_ptr<Journal> journal_;
-  std::unique_ptr<ObjectStore> store_;
+  std::unique_ptr<CountingStore> store_;  // every operation counted (stats())
   std::unique_ptr<Publisher> publisher_;
   std::optional<PublisherState> unopenedState_;  // DatabaseOptions::openStore false
+  PublicationStats checkpoints_;
+  PublicationStats compactions_;
 };
 
 }  // namespace cairn

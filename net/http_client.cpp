@@ -286,6 +286,12 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
 
   static std::string poolKey(const Endpoint& e) { return e.url(); }
 
+  // describe(), counting the attempts that ran out of time (HttpClientStats::timeouts).
+  std::string describeCounted(const error_code& ec) {
+    if (ec == beast::error::timeout) ++stats.timeouts;
+    return describe(ec);
+  }
+
   // ---- retries ----------------------------------------------------------------------------
 
   asio::awaitable<HttpResult> run(Endpoint endpoint, HttpRequest request) {
@@ -441,7 +447,8 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
       if (headerError) {
         const auto& cause = writeError ? writeError : headerError;
         co_return uncertain(what + ": no complete response (" +
-                            (writeError ? "sending: " : "reading: ") + describe(cause) + ")");
+                            (writeError ? "sending: " : "reading: ") + describeCounted(cause) +
+                            ")");
       }
       // Beast bounds the bytes it holds unparsed, not the header's total: bound that here.
       if (headerBytes > kMaxResponseHeaderBytes) {
@@ -469,7 +476,8 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
       (void)bodyBytes;
       if (bodyError == http::error::body_limit) co_return tooLarge(parser, what);
       if (bodyError) {
-        co_return uncertain(what + ": response body incomplete (" + describe(bodyError) + ")");
+        co_return uncertain(what + ": response body incomplete (" + describeCounted(bodyError) +
+                            ")");
       }
     }
     c.lowest().expires_never();
@@ -654,7 +662,8 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     auto [connectError, connected] = co_await stream.async_connect(addresses, kNoThrow);
     (void)connected;
     if (connectError) {
-      co_return notSent("connecting to " + endpoint.url() + ": " + describe(connectError), true);
+      co_return notSent("connecting to " + endpoint.url() + ": " + describeCounted(connectError),
+                        true);
     }
     error_code ignored;
     stream.socket().set_option(tcp::no_delay(true), ignored);
@@ -665,6 +674,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
           co_await c->tls->async_handshake(asio::ssl::stream_base::client, kNoThrow);
       if (handshakeError) {
         const bool timedOut = handshakeError == beast::error::timeout;
+        if (timedOut) ++stats.timeouts;
         co_return notSent("TLS handshake with " + endpoint.url() +
                               " failed: " + tlsFailure(*c->tls, handshakeError),
                           timedOut);

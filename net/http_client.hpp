@@ -148,6 +148,7 @@ struct HttpClientStats {
   std::uint64_t connectionsOpened = 0;
   std::uint64_t requestsSent = 0;  // attempts that started writing
   std::uint64_t retries = 0;
+  std::uint64_t timeouts = 0;       // attempts that ran out of time (connect, handshake, exchange)
   std::size_t openConnections = 0;  // all endpoints, now
   std::size_t peakOpenConnections = 0;
 };

@@ -309,7 +309,9 @@ boost::asio::awaitable<ProbeReport> probeConditions(S3Client& client,
   bounded.deadline = bounded.deadline ? std::min(*bounded.deadline, limit) : limit;
   S3Client own(client.executor(), bounded);
   Probe probe(own, std::move(scratchKeyPrefix));
-  co_return co_await probe.run();
+  ProbeReport report = co_await probe.run();
+  report.transport = own.httpStats();
+  co_return report;
 }
 
 }  // namespace cairn::net

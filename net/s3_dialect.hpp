@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "net/http_client.hpp"
+
 namespace cairn::net {
 
 class S3Client;
@@ -52,6 +54,7 @@ struct ProbeReport {
   std::optional<S3Dialect> dialect;  // the If-Match form the store honours, if any
   bool cleanedUp = false;            // every scratch key was deleted
   std::vector<ProbeCheck> checks;
+  HttpClientStats transport;  // what the probe's own client sent (attempts, retries, timeouts)
 
   std::string summary() const;  // one line per check, for operators
   // One line: the verdict and, unless enforced, the first violation or failure seen.

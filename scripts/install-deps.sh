@@ -13,10 +13,11 @@ set -euo pipefail
 build=(cmake ninja-build g++ ccache pkg-config python3 libboost1.81-dev libboost-json1.81-dev
   liburing-dev libssl-dev libsimdjson-dev libcli11-dev libpugixml-dev libavro-dev zlib1g-dev)
 # python3-avro writes test manifests apart from the code under test; python3-yaml and
-# python3-jsonschema check responses against the REST spec's schemas. Node.js 20 and npm (for
+# python3-jsonschema check responses against the REST spec's schemas; python3-prometheus-client
+# parses the metrics files (a real parser of the format). Node.js 20 and npm (for
 # the iceberg-js client) come with the machine (NodeSource's nodejs package): Debian's npm
 # package would pull in Debian's older nodejs, so they are checked, not installed.
-test=(catch2 python3-avro python3-yaml python3-jsonschema)
+test=(catch2 python3-avro python3-yaml python3-jsonschema python3-prometheus-client)
 # clang-14 and its runtime: the libFuzzer targets; spin: the protocol models.
 ci=(clang-14 libclang-rt-14-dev spin clang-format)
 perf=(fio rocksdb-tools rclone restic time)

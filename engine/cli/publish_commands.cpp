@@ -33,6 +33,7 @@
 #include "engine/database.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/graph/heads.hpp"
+#include "engine/metrics_text.hpp"
 #include "engine/ops/ingest.hpp"
 #include "engine/ops/recovery.hpp"
 #include "engine/runtime/async.hpp"
@@ -72,7 +73,24 @@ struct CheckpointCli {
   LimitOptions limits;
   bool compact = false;
   bool json = false;
+  std::string metricsFile;
 };
+
+// --metrics-file PATH: the database's statistics in the Prometheus text format, written
+// atomically (node_exporter's textfile collector reads such files; docs/operations.md).
+void addMetricsFileOption(CLI::App* cmd, std::string& path) {
+  cmd->add_option("--metrics-file", path,
+                  "write the statistics in the Prometheus text format to this file (atomically "
+                  "replaced; e.g. for node_exporter's textfile collector)");
+}
+
+// A metrics file that cannot be written is said, and does not change the command's outcome.
+void writeMetrics(const Database& db, const std::string& path) {
+  if (path.empty()) return;
+  auto written = writeMetricsFile(path, prometheusText(db.stats()));
+  if (!written)
+    std::fprintf(stderr, "cairn: warning: --metrics-file: %s\n", written.error().c_str());
+}
 
 DatabaseOptions databaseOptions(std::uint64_t segmentMib, std::int64_t reuseMaxAge = 600,
                                 const LimitOptions& limits = {}) {
@@ -146,6 +164,7 @@ asio::awaitable<int> runCheckpoint(io::Uring& uring, const CheckpointCli& opt) {
   } else {
     published = co_await (*db)->checkpoint();
   }
+  writeMetrics(**db, opt.metricsFile);
   if (!published) co_return reportJson(opt.json, published.error(), secondsSince(start));
   printPublished(*published, opt.json, secondsSince(start));
   co_return 0;
@@ -433,6 +452,7 @@ struct IngestCli {
   std::uint64_t segmentMib = 32;
   bool lengthPrefixed = false;
   bool json = false;
+  std::string metricsFile;
 };
 
 asio::awaitable<Res<std::unique_ptr<Database>>> openOrCreate(io::Uring& uring,
@@ -518,9 +538,18 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
       std::chrono::milliseconds(static_cast<std::int64_t>(opt.checkpointSeconds * 1000));
   IngestHooks hooks;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
-  if (tty) {
+  // The metrics file is replaced at most every kMetricsFileSeconds while the job runs, and
+  // once more at the end.
+  constexpr double kMetricsFileSeconds = 5;
+  double metricsWrittenAt = -kMetricsFileSeconds;
+  if (tty || !opt.metricsFile.empty()) {
     hooks.progress = [&](const IngestReport& r) {
       double s = std::max(secondsSince(start), 1e-3);
+      if (!opt.metricsFile.empty() && s - metricsWrittenAt >= kMetricsFileSeconds) {
+        writeMetrics(db, opt.metricsFile);
+        metricsWrittenAt = s;
+      }
+      if (!tty) return;
       std::fprintf(stderr, "\r%llu records  %.1f MiB  %.1f MiB/s  %llu checkpoints   ",
                    static_cast<unsigned long long>(r.records),
                    static_cast<double>(r.bytes) / (1 << 20),
@@ -535,6 +564,7 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   auto outcome = co_await ingest(
       db, [&]() { return records.next(); }, options, hooks);
   if (tty) std::fprintf(stderr, "\n");
+  writeMetrics(db, opt.metricsFile);
   if (outcome.failure) {
     std::cerr << "cairn: records up to sequence " << outcome.report.lastSequence
               << " are durable in the journal\n";
@@ -558,6 +588,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
         ->check(CLI::Range(1, 64));
     addReuseOption(cmd, opt->reuseMaxAge);
     addLimitOptions(cmd, opt->limits);
+    addMetricsFileOption(cmd, opt->metricsFile);
     cmd->add_flag("--json", opt->json, "print one JSON object");
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
@@ -576,6 +607,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
         ->check(CLI::Range(1, 64));
     addReuseOption(cmd, opt->reuseMaxAge);
     addLimitOptions(cmd, opt->limits);
+    addMetricsFileOption(cmd, opt->metricsFile);
     cmd->add_flag("--json", opt->json, "print one JSON object");
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
@@ -644,6 +676,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
         ->check(CLI::Range(1, 64));
     cmd->add_flag("--length-prefixed", opt->lengthPrefixed,
                   "records are a u32 big-endian length and the bytes (default: one per line)");
+    addMetricsFileOption(cmd, opt->metricsFile);
     cmd->add_flag("--json", opt->json, "print one JSON object at the end");
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {

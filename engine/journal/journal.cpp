@@ -852,6 +852,20 @@ asio::awaitable<Res<std::uint64_t>> Journal::append(ByteView payload) {
   co_return result;
 }
 
+void Journal::noteBatch(std::uint64_t records, std::uint64_t bytes, double seconds) {
+  stats_.appends += records;
+  stats_.bytes += bytes;
+  ++stats_.syncs;
+  stats_.largestBatch = std::max(stats_.largestBatch, records);
+  stats_.syncSeconds += seconds;
+  std::size_t bucket = 0;
+  while (bucket < JournalStats::kBatchBounds.size() &&
+         records > JournalStats::kBatchBounds[bucket]) {
+    ++bucket;
+  }
+  ++stats_.batches[bucket];
+}
+
 // The group-commit writer: while frames are pending, take them all as one batch, write it
 // with one pwrite and make it durable with one fdatasync, then acknowledge every appender in
 // it. Appends that arrive meanwhile form the next batch. At most one batch is unsynced.
@@ -863,6 +877,7 @@ asio::awaitable<void> Journal::writeBatches() {
     s.admitWaiters(options_.maxBatchBytes);
 
     std::uint64_t at = endOffset();
+    const auto started = std::chrono::steady_clock::now();
     auto wrote = co_await uring_.write(s.file.fd(), batch.bytes, at);
     io::IoResult<void> synced = wrote;
     if (wrote) synced = co_await uring_.fdatasync(s.file.fd());
@@ -876,7 +891,8 @@ asio::awaitable<void> Journal::writeBatches() {
     }
     std::uint64_t first = endSequence() + 1;
     for (std::uint64_t end : batch.ends) ends_.push_back(at + end);
-    ++batches_;
+    noteBatch(batch.ends.size(), batch.bytes.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     for (std::size_t i = 0; i < batch.waiters.size(); ++i) batch.waiters[i]->complete(first + i);
     // Let the appenders just acknowledged run (their resumptions are queued behind us) before
     // cutting the next batch: an appender in a loop appends again and joins that batch, so a

@@ -3,6 +3,7 @@
 // open, and a byte-capped prefix reader that overlaps io_uring reads with SHA-256.
 #pragma once
 
+#include <array>
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <deque>
@@ -80,6 +81,18 @@ struct TornTail {
 // Files holding bytes cut from a journal are named like this, followed by the offset.
 inline constexpr const char* kTornTailFilePrefix = "journal.torn-";
 
+// What group commit did since the journal was opened (Database::stats(), --metrics-file).
+struct JournalStats {
+  // Upper bounds of the batch-size buckets, in records (the last bucket is everything above).
+  static constexpr std::array<std::uint64_t, 7> kBatchBounds{1, 4, 16, 64, 256, 1024, 4096};
+  std::uint64_t appends = 0;       // records acknowledged durable
+  std::uint64_t bytes = 0;         // bytes written for them (their frames)
+  std::uint64_t syncs = 0;         // batches: one write and one fdatasync each
+  std::uint64_t largestBatch = 0;  // records in the largest batch
+  std::array<std::uint64_t, kBatchBounds.size() + 1> batches{};  // by records, per bucket
+  double syncSeconds = 0;  // time from each batch's write to its fdatasync's end, summed
+};
+
 class Journal {
  public:
   static constexpr const char* kFileName = "journal";
@@ -156,7 +169,8 @@ class Journal {
   // What the publisher state proved acknowledged when the journal was opened.
   const std::optional<AcknowledgedPrefix>& acknowledged() const { return acknowledged_; }
   // Statistics of group commit.
-  std::uint64_t batchesWritten() const { return batches_; }
+  std::uint64_t batchesWritten() const { return stats_.syncs; }
+  const JournalStats& stats() const { return stats_; }
   // Whether large reads bypass the page cache (JournalOptions::directReads and a file system
   // that accepts O_DIRECT).
   bool directReads() const;
@@ -168,6 +182,7 @@ class Journal {
   struct Impl;
   Journal(io::Uring& uring, JournalOptions options);
   boost::asio::awaitable<void> writeBatches();
+  void noteBatch(std::uint64_t records, std::uint64_t bytes, double seconds);
   boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
   boost::asio::awaitable<Res<void>> handleTail(std::uint64_t boundary, std::uint64_t fileSize,
                                                const std::optional<Error>& fault);
@@ -214,7 +229,7 @@ class Journal {
   std::optional<TornTail> tornTail_;
   std::optional<AcknowledgedPrefix> acknowledged_;
   std::filesystem::path dir_;
-  std::uint64_t batches_ = 0;
+  JournalStats stats_;
 };
 
 }  // namespace cairn

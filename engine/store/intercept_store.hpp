@@ -12,8 +12,6 @@
 
 namespace cairn {
 
-enum class StoreOp : std::uint8_t { get, head, putIfAbsent, putIfMatch, rewrite, remove, list };
-
 class InterceptStore final : public ObjectStore {
  public:
   // Before a request: may do anything (including other requests) and may answer in the

@@ -20,6 +20,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,20 @@ enum class StoreStatus : std::uint8_t {
 };
 
 std::string_view storeStatusName(StoreStatus s);
+
+// The kinds of operation (InterceptStore's hooks see them; CountingStore counts by them).
+enum class StoreOp : std::uint8_t {
+  get,
+  head,
+  putIfAbsent,
+  putIfMatch,
+  rewrite,
+  remove,
+  list,
+  leftovers,
+  probe,  // requireConditionalWrites
+};
+std::string_view storeOpName(StoreOp op);
 
 // Why an operation did not give `ok`. Never holds secrets.
 struct StoreOutcome {
@@ -97,6 +112,13 @@ inline constexpr std::size_t kMaxObjectKeyBytes = 1024;
 inline constexpr std::size_t kMaxKeyComponentBytes = 255;
 inline constexpr int kMaxListPage = 1000;
 
+// What a store's transport did (S3: HTTP attempts sent, retried, and those that timed out).
+struct StoreTransportStats {
+  std::uint64_t attempts = 0;
+  std::uint64_t retries = 0;
+  std::uint64_t timeouts = 0;
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -148,6 +170,8 @@ class ObjectStore {
   virtual boost::asio::awaitable<StoreResult<LeftoverUsage>> leftovers(bool reclaim);
   // Where the store is, for messages (no secrets).
   virtual std::string describe() const = 0;
+  // Counters of the transport under the operations; nullopt for a store without one.
+  virtual std::optional<StoreTransportStats> transportStats() const { return std::nullopt; }
   // ok only if conditional writes are known to be enforced (publishing refuses otherwise):
   // failure when the store was seen accepting a write it had to refuse, undetermined when
   // that could not be found out. The directory store enforces them itself; S3 with

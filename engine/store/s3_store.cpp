@@ -54,6 +54,7 @@ struct S3Store::Impl {
   // Clients replaced after a probe stay alive: operations may still be running on them.
   std::vector<std::unique_ptr<net::S3Client>> retired;
   std::string description;
+  StoreTransportStats probeTransport;  // the probes' own clients' requests, summed
 };
 
 S3Store::S3Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -101,11 +102,27 @@ Result<std::unique_ptr<S3Store>, std::string> S3Store::open(
 
 std::string S3Store::describe() const { return impl_->description; }
 
+std::optional<StoreTransportStats> S3Store::transportStats() const {
+  StoreTransportStats out = impl_->probeTransport;
+  auto add = [&out](const net::S3Client& client) {
+    const net::HttpClientStats h = client.httpStats();
+    out.attempts += h.requestsSent;
+    out.retries += h.retries;
+    out.timeouts += h.timeouts;
+  };
+  add(*impl_->client);
+  for (const auto& retired : impl_->retired) add(*retired);
+  return out;
+}
+
 asio::awaitable<net::ProbeReport> S3Store::probe() {
   if (impl_->probed) co_return *impl_->probed;
   auto guard = co_await impl_->probing.lock();
   if (impl_->probed) co_return *impl_->probed;
   net::ProbeReport report = co_await net::probeConditions(*impl_->client, ".cairn-probe/");
+  impl_->probeTransport.attempts += report.transport.requestsSent;
+  impl_->probeTransport.retries += report.transport.retries;
+  impl_->probeTransport.timeouts += report.transport.timeouts;
   // Only a store found to enforce conditions is remembered: a failed probe (or one the network
   // cut short) runs again next time, and nothing is ever sent on its strength.
   if (!report.enforced) co_return report;

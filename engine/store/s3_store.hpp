@@ -48,6 +48,7 @@ class S3Store final : public ObjectStore {
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
   std::string describe() const override;
+  std::optional<StoreTransportStats> transportStats() const override;
   boost::asio::awaitable<StoreResult<void>> requireConditionalWrites() override;
 
   // Runs the conditional-write probe on scratch keys (once per process; cached) and adopts

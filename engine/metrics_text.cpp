@@ -1,0 +1,143 @@
+#include "engine/metrics_text.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <system_error>
+
+namespace cairn {
+namespace {
+
+class Writer {
+ public:
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  void sample(std::string_view name, std::string_view labels, double value) {
+    out_ += name;
+    if (!labels.empty()) {
+      out_ += '{';
+      out_ += labels;
+      out_ += '}';
+    }
+    char number[64];
+    std::snprintf(number, sizeof number, " %.17g\n", value);
+    out_ += number;
+  }
+  void counter(std::string_view name, std::string_view help, double value) {
+    family(name, "counter", help);
+    sample(name, {}, value);
+  }
+  void gauge(std::string_view name, std::string_view help, double value) {
+    family(name, "gauge", help);
+    sample(name, {}, value);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+void publications(Writer& w, std::string_view what, const PublicationStats& p) {
+  const std::string total = "cairn_" + std::string(what) + "s_total";
+  w.family(total, "counter", "calls of " + std::string(what) + "() by outcome");
+  w.sample(total, "outcome=\"published\"", static_cast<double>(p.published));
+  w.sample(total, "outcome=\"failed\"", static_cast<double>(p.failed));
+  w.sample(total, "outcome=\"uncertain\"", static_cast<double>(p.uncertain));
+  w.sample(total, "outcome=\"conflict\"", static_cast<double>(p.conflict));
+  w.counter("cairn_" + std::string(what) + "_seconds_total",
+            "time spent in " + std::string(what) + "(), summed", p.seconds);
+  w.gauge("cairn_" + std::string(what) + "_last_seconds",
+          "the latest " + std::string(what) + "() call's duration", p.lastSeconds);
+}
+
+}  // namespace
+
+std::string prometheusText(const DatabaseStats& stats) {
+  Writer w;
+  const JournalStats& j = stats.journal;
+  w.counter("cairn_journal_appends_total", "records acknowledged durable",
+            static_cast<double>(j.appends));
+  w.counter("cairn_journal_bytes_total", "bytes written for acknowledged records (their frames)",
+            static_cast<double>(j.bytes));
+  w.counter("cairn_journal_syncs_total", "group-commit batches: one write and one fdatasync each",
+            static_cast<double>(j.syncs));
+  w.counter("cairn_journal_sync_seconds_total",
+            "time from each batch's write to its fdatasync's end", j.syncSeconds);
+  w.gauge("cairn_journal_largest_batch_records", "records in the largest batch",
+          static_cast<double>(j.largestBatch));
+  w.family("cairn_journal_batch_records", "histogram", "records per group-commit batch");
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < JournalStats::kBatchBounds.size(); ++i) {
+    cumulative += j.batches[i];
+    w.sample("cairn_journal_batch_records_bucket",
+             "le=\"" + std::to_string(JournalStats::kBatchBounds[i]) + "\"",
+             static_cast<double>(cumulative));
+  }
+  cumulative += j.batches.back();
+  w.sample("cairn_journal_batch_records_bucket", "le=\"+Inf\"", static_cast<double>(cumulative));
+  w.sample("cairn_journal_batch_records_sum", {}, static_cast<double>(j.appends));
+  w.sample("cairn_journal_batch_records_count", {}, static_cast<double>(j.syncs));
+
+  publications(w, "checkpoint", stats.checkpoints);
+  publications(w, "compaction", stats.compactions);
+
+  if (stats.store) {
+    w.family("cairn_store_operations_total", "counter",
+             "object store operations by kind and by the outcome they ended in");
+    for (std::size_t op = 0; op < kStoreOps; ++op) {
+      for (std::size_t status = 0; status < kStoreStatuses; ++status) {
+        w.sample("cairn_store_operations_total",
+                 "op=\"" + std::string(storeOpName(static_cast<StoreOp>(op))) + "\",outcome=\"" +
+                     std::string(storeStatusName(static_cast<StoreStatus>(status))) + "\"",
+                 static_cast<double>(stats.store->operations[op][status]));
+      }
+    }
+    if (const auto& t = stats.store->transport) {
+      w.counter("cairn_store_attempts_total", "HTTP attempts sent to the store",
+                static_cast<double>(t->attempts));
+      w.counter("cairn_store_retries_total", "HTTP attempts that were retries",
+                static_cast<double>(t->retries));
+      w.counter("cairn_store_timeouts_total",
+                "HTTP attempts that ran out of time (connect, TLS handshake, exchange)",
+                static_cast<double>(t->timeouts));
+    }
+  }
+  return w.take();
+}
+
+Result<void, std::string> writeMetricsFile(const std::filesystem::path& path,
+                                           std::string_view text) {
+  std::filesystem::path temporary = path;
+  temporary += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      return Failure<std::string>{"cannot write " + temporary.string()};
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    return Failure<std::string>{"cannot rename " + temporary.string() + " to " + path.string() +
+                                ": " + ec.message()};
+  }
+  return {};
+}
+
+}  // namespace cairn
