@@ -15,7 +15,6 @@
 
 #include "catalog/names.hpp"
 #include "catalog/table_metadata.hpp"
-#include "engine/store/aws_config.hpp"
 #include "engine/store/store_url.hpp"
 #include "io/file.hpp"
 
@@ -196,21 +195,20 @@ bool nested(std::string a, std::string b) {
 }  // namespace
 
 bool rootsOverlap(std::string_view storeA, std::string_view storeB) {
-  auto parsedA = parseStoreUrl(storeA);
-  auto parsedB = parseStoreUrl(storeB);
-  if (!parsedA || !parsedB || parsedA->kind != parsedB->kind) return false;
-  // Endpoints compared as the stores will use them (one may come from AWS_ENDPOINT_URL_S3).
-  auto a = resolveStoreUrl(*parsedA);
-  auto b = resolveStoreUrl(*parsedB);
-  if (!a) a = std::move(parsedA);
-  if (!b) b = std::move(parsedB);
+  auto a = parseStoreUrl(storeA);
+  auto b = parseStoreUrl(storeB);
+  if (!a || !b || a->kind != b->kind) return false;
   if (a->kind == StoreUrl::Kind::directory) {
     std::error_code ec;
     return nested(std::filesystem::absolute(a->directory, ec).lexically_normal().string(),
                   std::filesystem::absolute(b->directory, ec).lexically_normal().string());
   }
   // One bucket (named alike at one endpoint) with nested roots.
-  return a->endpoint == b->endpoint && a->bucket == b->bucket && nested(a->root, b->root);
+  // An endpoint the URL leaves open comes from the environment of whoever runs the command:
+  // then the same bucket with nested roots is taken to overlap (the cautious answer).
+  const bool sameEndpoint =
+      a->endpoint.empty() || b->endpoint.empty() || a->endpoint == b->endpoint;
+  return sameEndpoint && a->bucket == b->bucket && nested(a->root, b->root);
 }
 
 std::string_view roleName(Role r) { return r == Role::read ? "read" : "read-write"; }

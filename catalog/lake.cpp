@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "catalog/sts.hpp"
+#include "engine/store/aws_config.hpp"
 #include "engine/store/store_errors.hpp"
 
 namespace cairn::catalog {
@@ -145,8 +146,13 @@ asio::awaitable<Result<std::vector<StorageCredential>, VendRefusal>> Lake::vend(
   } else {
     if (!vending_->sts) {
       StsConfig config;
-      config.endpoint = access_->sts->endpoint.empty() ? url_.endpoint : access_->sts->endpoint;
       config.region = access_->sts->region.empty() ? url_.region : access_->sts->region;
+      // STS where the lake names it; else beside the store (RGW serves both), or AWS's regional
+      // STS when the store is AWS's regional S3.
+      config.endpoint = !access_->sts->endpoint.empty() ? access_->sts->endpoint
+                        : url_.endpointSource == kAwsRegionalEndpoint
+                            ? awsRegionalEndpoint("sts", config.region)
+                            : url_.endpoint;
       config.roleArn = access_->sts->roleArn;
       config.caFile = url_.caFile;
       auto made = StsClient::create(co_await asio::this_coro::executor, config);

@@ -33,7 +33,20 @@ install(FILES ${PROJECT_BINARY_DIR}/cairnConfig.cmake ${PROJECT_BINARY_DIR}/cair
   DESTINATION ${cairn_cmake_dir})
 
 # cairn.pc, relocatable: its prefix is found from the file's own place (${pcfiledir}), so
-# `cmake --install --prefix DIR` needs no reconfigure.
+# `cmake --install --prefix DIR` needs no reconfigure. Absolute install directories (e.g.
+# -DCMAKE_INSTALL_LIBDIR=/usr/lib64) are written as they are.
 file(RELATIVE_PATH cairn_pc_to_prefix /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(cairn_pc_${dir} "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(cairn_pc_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(cairn_pc_prefix "${CMAKE_INSTALL_PREFIX}")
+else()
+  set(cairn_pc_prefix "\${pcfiledir}/${cairn_pc_to_prefix}")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn.pc.in ${PROJECT_BINARY_DIR}/cairn.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/cairn.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -339,33 +339,48 @@ Uring::Uring(boost::asio::io_context& context, unsigned entries)
 // io_uring_setup, kernel.io_uring_disabled answers EPERM, and kernels before 5.12 charge the
 // rings to RLIMIT_MEMLOCK and answer ENOMEM.
 std::string Uring::setupRefusal(std::error_code error) {
-  if (error.category() != std::system_category()) return {};
-  const int err = error.value();
-  if (err != EPERM && err != ENOSYS && err != EACCES && err != ENOMEM) return {};
   std::string disabled;
   if (std::FILE* f = std::fopen("/proc/sys/kernel/io_uring_disabled", "r")) {
     char buf[8] = {};
     if (std::fgets(buf, sizeof buf, f) != nullptr) disabled.assign(buf, strnlen(buf, sizeof buf));
     std::fclose(f);
-    while (!disabled.empty() && (disabled.back() == '\n' || disabled.back() == ' '))
-      disabled.pop_back();
   }
+  while (!disabled.empty() && (disabled.back() == '\n' || disabled.back() == ' ')) {
+    disabled.pop_back();
+  }
+  return setupRefusal(error, disabled);
+}
+
+std::string Uring::setupRefusal(std::error_code error, std::string_view ioUringDisabled) {
+  if (error.category() != std::system_category()) return {};
+  const int err = error.value();
+  if (err != EPERM && err != ENOSYS && err != EACCES && err != ENOMEM) return {};
   if (err == ENOMEM) {
-    return "io_uring refused: locked memory (RLIMIT_MEMLOCK) is too small for the rings "
-           "on this kernel; raise it (ulimit -l, or LimitMEMLOCK= in a systemd unit)";
+    return "io_uring refused: not enough locked memory for the rings (kernels before 5.12 "
+           "charge them to RLIMIT_MEMLOCK: raise it with ulimit -l, or LimitMEMLOCK= in a systemd "
+           "unit), or the system is out of memory";
   }
   std::string what =
       "io_uring refused by this system (cairn needs io_uring for its journal and files): ";
-  if (!disabled.empty() && disabled != "0") {
-    what += "kernel.io_uring_disabled is " + disabled +
-            "; allow it with `sysctl kernel.io_uring_disabled=0` (1 allows only the group in "
-            "kernel.io_uring_group)";
-  } else {
+  if (!ioUringDisabled.empty() && ioUringDisabled != "0") {
+    what += "kernel.io_uring_disabled is " + std::string(ioUringDisabled) +
+            (ioUringDisabled == "1"
+                 ? " (only processes with CAP_SYS_ADMIN or in the group kernel.io_uring_group "
+                   "may use it)"
+                 : " (no process may use it)") +
+            "; allow it with `sysctl kernel.io_uring_disabled=0`, or add this user to the group "
+            "kernel.io_uring_group names (with the setting 1)";
+  } else if (err == EACCES) {
     what +=
-        "a seccomp profile (a container's) blocks io_uring_setup; allow io_uring_setup, "
-        "io_uring_enter and io_uring_register in the container's seccomp profile (e.g. "
-        "docker run --security-opt seccomp=PROFILE.json, Kubernetes securityContext."
-        "seccompProfile), or run where io_uring is allowed";
+        "a security module (SELinux, AppArmor) or a seccomp profile denies io_uring_setup; "
+        "allow io_uring_setup, io_uring_enter and io_uring_register for this program";
+  } else {
+    what += "a seccomp profile (a container's) blocks io_uring_setup";
+    if (err == ENOSYS) what += ", or the kernel was built without io_uring (CONFIG_IO_URING)";
+    what +=
+        "; allow io_uring_setup, io_uring_enter and io_uring_register in the container's "
+        "seccomp profile (e.g. docker run --security-opt seccomp=PROFILE.json, Kubernetes "
+        "securityContext.seccompProfile), or run where io_uring is allowed";
   }
   return what;
 }

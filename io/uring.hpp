@@ -42,6 +42,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "io/error.hpp"
@@ -83,6 +84,8 @@ class Uring {
   // (a container's seccomp profile, kernel.io_uring_disabled, RLIMIT_MEMLOCK before Linux
   // 5.12); empty when the error is not a refusal.
   static std::string setupRefusal(std::error_code error);
+  // The same, for a given value of /proc/sys/kernel/io_uring_disabled ("" when absent).
+  static std::string setupRefusal(std::error_code error, std::string_view ioUringDisabled);
   ~Uring();
   Uring(const Uring&) = delete;
   Uring& operator=(const Uring&) = delete;

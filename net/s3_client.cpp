@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <pugixml.hpp>
 #include <stdexcept>
 #include <utility>
@@ -265,12 +267,31 @@ struct S3Client::Impl {
 
   bool pathStyle() const { return config.addressing == S3Addressing::path; }
 
+  // A provider's secret keys and tokens recently signed with: an answer to a request signed
+  // before the keys were replaced is redacted against the keys that signed it.
+  static constexpr std::size_t kRememberedSecrets = 8;
+  mutable std::mutex signedMutex;
+  mutable std::deque<std::string> signedSecrets;
+
+  void rememberSecrets(const SigV4Credentials& keys) const {
+    std::lock_guard lock(signedMutex);
+    for (const std::string* secret : {&keys.secretKey, &keys.sessionToken}) {
+      if (secret->empty()) continue;
+      if (std::find(signedSecrets.begin(), signedSecrets.end(), *secret) != signedSecrets.end()) {
+        continue;
+      }
+      signedSecrets.push_back(*secret);
+      if (signedSecrets.size() > kRememberedSecrets) signedSecrets.pop_front();
+    }
+  }
+
   // The keys to sign the next request with: the provider's, checked, or the fixed ones. A copy
   // per request, as the client may serve requests from several threads at once.
   Result<SigV4Credentials, std::string> signingCredentials() const {
     if (!config.credentialsProvider) return credentials;
     auto provided = config.credentialsProvider->credentials();
     if (!provided) return Failure<std::string>{"credentials: " + provided.error()};
+    rememberSecrets(*provided);
     if (provided->accessKey.empty() || provided->secretKey.empty() ||
         !headerSafe(provided->accessKey) || !headerSafe(provided->secretKey) ||
         !headerSafe(provided->sessionToken)) {
@@ -332,12 +353,12 @@ struct S3Client::Impl {
   // key and the session token redacted first, then control characters and invalid UTF-8
   // escaped, then cut between characters at `limit`.
   std::string untrusted(std::string text, std::size_t limit) const {
-    redactFragments(text, config.secretKey);
-    redactFragments(text, config.sessionToken);
-    if (config.credentialsProvider) {
-      if (auto provided = config.credentialsProvider->credentials()) {
-        redactFragments(text, provided->secretKey);
-        redactFragments(text, provided->sessionToken);
+    if (!text.empty()) {
+      redactFragments(text, config.secretKey);
+      redactFragments(text, config.sessionToken);
+      if (config.credentialsProvider) {
+        std::lock_guard lock(signedMutex);
+        for (const std::string& secret : signedSecrets) redactFragments(text, secret);
       }
     }
     return boundedDisplay(text, limit);

@@ -6,6 +6,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include <boost/asio/this_coro.hpp>
@@ -18,7 +19,8 @@ namespace asio = boost::asio;
 
 asio::awaitable<int> run(cairn::io::Uring& uring, std::string dir) {
   cairn::PublishTarget target{dir + "/store", cairn::Uuid::random(), cairn::Uuid::random()};
-  auto db = co_await cairn::Database::create(uring, dir + "/db", u"example", target);
+  const std::filesystem::path path = dir + "/db";  // named: no temporary inside co_await
+  auto db = co_await cairn::Database::create(uring, path, u"example", target);
   if (!db) {
     std::fprintf(stderr, "create: %s\n", db.error().message.c_str());
     co_return 1;

@@ -1,5 +1,8 @@
 #include "engine/store/aws_config.hpp"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -61,12 +64,35 @@ Result<std::optional<std::string>, std::string> readSharedFile(const std::string
 
 using Sections = std::map<std::string, std::map<std::string, std::string>>;
 
-// The INI form the AWS CLI reads: "[section]", "key = value", comments starting with '#' or
-// ';', and nested settings (a key with an empty value, then indented "key = value" lines).
+// A section's name as the AWS CLI takes it: "profile NAME" with any whitespace between the two
+// words and NAME possibly quoted is "profile NAME".
+std::string sectionName(std::string_view inside) {
+  std::string name = trim(inside);
+  if (!name.starts_with("profile") || name.size() == 7 || (name[7] != ' ' && name[7] != '\t')) {
+    return name;
+  }
+  std::string rest = trim(std::string_view(name).substr(7));
+  if (rest.size() >= 2 && (rest.front() == '"' || rest.front() == '\'') &&
+      rest.back() == rest.front()) {
+    rest = rest.substr(1, rest.size() - 2);
+  }
+  return "profile " + rest;
+}
+
+std::size_t indentOf(std::string_view raw) {
+  std::size_t n = 0;
+  while (n < raw.size() && (raw[n] == ' ' || raw[n] == '\t')) ++n;
+  return n;
+}
+
+// The INI form the AWS CLI reads (Python's configparser): "[section]", "key = value" or
+// "key: value", comments starting with '#' or ';', and nested settings (a key with an empty
+// value, then lines indented deeper than it).
 Result<Sections, std::string> parseSharedFile(const std::string& path, std::string_view text) {
   Sections sections;
   std::map<std::string, std::string>* current = nullptr;
   std::string nestedParent;
+  std::size_t parentIndent = 0;
   std::size_t lineNumber = 0;
   while (!text.empty()) {
     const auto end = text.find('\n');
@@ -77,24 +103,30 @@ Result<Sections, std::string> parseSharedFile(const std::string& path, std::stri
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     const std::string where = escapeForDisplay(path) + ":" + std::to_string(lineNumber);
     if (line.front() == '[') {
-      if (line.back() != ']') return bad(where + ": a section header needs a closing ']'");
-      current = &sections[trim(std::string_view(line).substr(1, line.size() - 2))];
+      const auto close = line.find(']');
+      if (close == std::string::npos) return bad(where + ": a section header needs a closing ']'");
+      const std::string after = trim(std::string_view(line).substr(close + 1));
+      if (!after.empty() && after[0] != '#' && after[0] != ';') {
+        return bad(where + ": text after a section header");
+      }
+      current = &sections[sectionName(std::string_view(line).substr(1, close - 1))];
       nestedParent.clear();
       continue;
     }
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) return bad(where + ": expected KEY = VALUE");
+    const auto separator = line.find_first_of("=:");
+    if (separator == std::string::npos) return bad(where + ": expected KEY = VALUE");
     if (current == nullptr) return bad(where + ": a setting before any [section]");
-    const std::string key = lower(trim(std::string_view(line).substr(0, eq)));
-    const std::string value = trim(std::string_view(line).substr(eq + 1));
+    const std::string key = lower(trim(std::string_view(line).substr(0, separator)));
+    const std::string value = trim(std::string_view(line).substr(separator + 1));
     if (key.empty()) return bad(where + ": a setting without a name");
-    const bool indented = raw.front() == ' ' || raw.front() == '\t';
-    if (indented && !nestedParent.empty()) {
+    const std::size_t indent = indentOf(raw);
+    if (!nestedParent.empty() && indent > parentIndent) {
       (*current)[nestedParent + "." + key] = value;
       continue;
     }
     (*current)[key] = value;
     nestedParent = value.empty() ? key : std::string();
+    parentIndent = indent;
   }
   return sections;
 }
@@ -108,12 +140,6 @@ Result<Sections, std::string> loadSharedFile(const std::string& path) {
 }
 
 bool isTrue(const std::optional<std::string>& value) { return value && lower(*value) == "true"; }
-
-// AWS's regional S3 endpoint (China's regions have their own domain).
-std::string regionalEndpoint(const std::string& region) {
-  const std::string domain = region.starts_with("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
-  return "https://s3." + region + "." + domain;
-}
 
 bool isAwsHost(const std::string& host) {
   return host == "amazonaws.com" || host.ends_with(".amazonaws.com") ||
@@ -131,11 +157,22 @@ Result<std::string, std::string> checkedEndpoint(std::string value, const std::s
 
 }  // namespace
 
+std::string awsRegionalEndpoint(std::string_view service, const std::string& region) {
+  const std::string domain = region.starts_with("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
+  return "https://" + std::string(service) + "." + region + "." + domain;
+}
+
 AwsEnvironment AwsEnvironment::process() {
   return {[](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());
-    if (v == nullptr || *v == '\0') return std::nullopt;
-    return std::string(v);
+    if (v != nullptr && *v != '\0') return std::string(v);
+    // No HOME (a system service without User=): the user's home directory, as the AWS CLI.
+    if (name == "HOME") {
+      if (const passwd* user = ::getpwuid(::getuid()); user && user->pw_dir && *user->pw_dir) {
+        return std::string(user->pw_dir);
+      }
+    }
+    return std::nullopt;
   }};
 }
 
@@ -211,14 +248,25 @@ Result<StoreUrl, std::string> resolveS3Url(StoreUrl url, const AwsEnvironment& e
   }
 
   if (url.endpoint.empty()) {
+    // The variable, when set, decides; else the profile's setting.
+    const auto ignoreInEnv = env.variable("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
     const auto ignoreInProfile = profile.find("ignore_configured_endpoint_urls");
-    const bool ignoreConfigured = isTrue(env.variable("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) ||
-                                  (ignoreInProfile && isTrue(ignoreInProfile->first));
+    const bool ignoreConfigured =
+        ignoreInEnv ? isTrue(ignoreInEnv) : (ignoreInProfile && isTrue(ignoreInProfile->first));
     std::optional<std::pair<std::string, std::string>> endpoint;
     if (!ignoreConfigured) {
-      for (const char* name : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
-        if (auto v = env.variable(name); v && !endpoint)
-          endpoint = std::pair{*v, std::string(name)};
+      if (auto v = env.variable("AWS_ENDPOINT_URL_S3")) {
+        endpoint = std::pair{*v, std::string("AWS_ENDPOINT_URL_S3")};
+      }
+      // A [services ...] section would come next; it is not read, so a profile that names one
+      // is refused here rather than silently passed over.
+      if (auto services = profile.find("services"); services && !endpoint) {
+        return bad(services->second + " names services = " + escapeForDisplay(services->first) +
+                   ": [services] sections are not read; give the endpoint in the store URL or "
+                   "AWS_ENDPOINT_URL_S3");
+      }
+      if (auto v = env.variable("AWS_ENDPOINT_URL"); v && !endpoint) {
+        endpoint = std::pair{*v, std::string("AWS_ENDPOINT_URL")};
       }
       if (!endpoint) endpoint = profile.find("endpoint_url");
     }
@@ -228,8 +276,8 @@ Result<StoreUrl, std::string> resolveS3Url(StoreUrl url, const AwsEnvironment& e
       url.endpoint = *checked;
       url.endpointSource = endpoint->second;
     } else {
-      url.endpoint = regionalEndpoint(url.region);
-      url.endpointSource = "AWS's regional endpoint";
+      url.endpoint = awsRegionalEndpoint("s3", url.region);
+      url.endpointSource = kAwsRegionalEndpoint;
     }
   }
 
@@ -273,6 +321,17 @@ Result<AwsCredentials, std::string> resolveAwsCredentials(const AwsEnvironment& 
     }
     return AwsCredentials{{*id, *secret, env.variable("AWS_SESSION_TOKEN").value_or("")},
                           "environment"};
+  }
+  // Profiles whose keys come from elsewhere (an assumed role, a process, SSO, a web identity)
+  // are not read: refused, rather than signing with the wrong identity or none.
+  for (const char* unsupported : {"role_arn", "credential_process", "sso_session", "sso_start_url",
+                                  "web_identity_token_file"}) {
+    if (auto found = profile.find(unsupported)) {
+      return bad(found->second + " sets " + unsupported +
+                 ": such profiles are not read; give keys (AWS_ACCESS_KEY_ID and "
+                 "AWS_SECRET_ACCESS_KEY, or aws_access_key_id and aws_secret_access_key), or an "
+                 "embedder's credentials provider");
+    }
   }
   // One file holds the pair: the credentials file's profile, else the config file's.
   for (const auto* settings : {&profile.credentials, &profile.config}) {

@@ -23,6 +23,12 @@ struct AwsEnvironment {
   static AwsEnvironment process();
 };
 
+// StoreUrl::endpointSource when no source gave an endpoint and AWS's regional one is used.
+inline constexpr std::string_view kAwsRegionalEndpoint = "AWS's regional endpoint";
+// AWS's regional endpoint of a service ("s3", "sts"): https://SERVICE.REGION.amazonaws.com
+// (.amazonaws.com.cn in China's regions).
+std::string awsRegionalEndpoint(std::string_view service, const std::string& region);
+
 // A shared file is read only up to this size (larger is an error).
 inline constexpr std::size_t kMaxAwsFileBytes = 1024 * 1024;
 

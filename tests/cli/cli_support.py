@@ -29,9 +29,20 @@ def finish():
     sys.exit(1 if counts["failed"] else 0)
 
 
-def run(*args, stdin=b"", env=None, timeout=300):
+# The AWS shared files and profile of whoever runs the tests never reach `cairn` (they would
+# change the region, addressing or keys of the RGW stores): no files, no profile.
+AWS_ISOLATION = {"AWS_CONFIG_FILE": "/nonexistent/cairn-tests/aws-config",
+                 "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/cairn-tests/aws-credentials"}
+
+
+def run(*args, stdin=b"", env=None, timeout=300, isolate_aws=True):
     e = dict(os.environ)
     e.pop("CAIRN_TEST_FAULT", None)
+    if isolate_aws:
+        for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL",
+                     "AWS_ENDPOINT_URL_S3", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"):
+            e.pop(name, None)
+        e.update(AWS_ISOLATION)
     if env:
         e.update(env)
     return subprocess.run([cairn, *args], input=stdin, capture_output=True, timeout=timeout,

@@ -33,7 +33,7 @@ def main():
         os.environ["HOME"] = home
 
         def cairn(*args, stdin=b"", **extra):
-            return run(*args, stdin=stdin, env=extra)
+            return run(*args, stdin=stdin, env=extra, isolate_aws=False)
 
         r = cairn("store", "put", bare, "a.txt", stdin=b"from a profile", AWS_PROFILE="lake")
         check(r.returncode == 0, f"put with profile lake's keys, endpoint and region: {r.stderr!r}")

@@ -436,27 +436,40 @@ std::string ioUringDisabledSetting() {
 }  // namespace
 
 TEST_CASE("Uring: a ring refused by seccomp or the kernel names the cause and the fix", "[io]") {
-  // This machine allows io_uring (every other test here uses it), so the setting is 0 or absent
-  // and the refusal below can only be the filter's: the message must say seccomp.
+  // Refused by a seccomp filter on a thread of its own: the errno comes back, and the message
+  // is the one for this system's setting of kernel.io_uring_disabled.
   const std::string setting = ioUringDisabledSetting();
-  REQUIRE((setting.empty() || setting == "0"));
   for (int refused : {EPERM, ENOSYS}) {
     CAPTURE(refused);
     const RefusedSetup seen = setUpRingUnderFilter(refused);
     REQUIRE(seen.filterInstalled);
     REQUIRE(!seen.created);
     CHECK(seen.createError == refused);
-    CHECK(seen.refusal.find("io_uring refused by this system") != std::string::npos);
-    CHECK(seen.refusal.find("seccomp profile") != std::string::npos);
-    CHECK(seen.refusal.find("io_uring_setup") != std::string::npos);
+    const std::error_code code(refused, std::system_category());
+    CHECK(seen.refusal == Uring::setupRefusal(code, setting));
     CHECK(!seen.constructed);
     CHECK(seen.thrownError == refused);
-    CHECK(seen.thrownWhat.find("seccomp profile") != std::string::npos);
+    CHECK(std::string(seen.thrownWhat).find(seen.refusal) != std::string::npos);
+    if (setting.empty() || setting == "0") {
+      CHECK(seen.refusal.find("seccomp profile") != std::string::npos);
+      CHECK(seen.refusal.find("io_uring_setup") != std::string::npos);
+    }
   }
-  // ENOMEM is the locked-memory limit of kernels before 5.12; other errors are not refusals.
-  CHECK(
-      Uring::setupRefusal(std::error_code(ENOMEM, std::system_category())).find("RLIMIT_MEMLOCK") !=
-      std::string::npos);
-  CHECK(Uring::setupRefusal(std::error_code(EINVAL, std::system_category())).empty());
-  CHECK(Uring::setupRefusal(std::make_error_code(std::errc::permission_denied)).empty());
+  // Each cause, by the setting and the errno.
+  const std::error_code eperm(EPERM, std::system_category());
+  const std::error_code enosys(ENOSYS, std::system_category());
+  const std::error_code eacces(EACCES, std::system_category());
+  const std::error_code enomem(ENOMEM, std::system_category());
+  CHECK(Uring::setupRefusal(eperm, "0").find("seccomp profile") != std::string::npos);
+  CHECK(Uring::setupRefusal(eperm, "").find("seccomp profile") != std::string::npos);
+  CHECK(Uring::setupRefusal(enosys, "0").find("CONFIG_IO_URING") != std::string::npos);
+  CHECK(Uring::setupRefusal(eacces, "0").find("SELinux") != std::string::npos);
+  const std::string two = Uring::setupRefusal(eperm, "2");
+  CHECK(two.find("kernel.io_uring_disabled is 2 (no process may use it)") != std::string::npos);
+  CHECK(two.find("sysctl kernel.io_uring_disabled=0") != std::string::npos);
+  CHECK(Uring::setupRefusal(eperm, "1").find("kernel.io_uring_group") != std::string::npos);
+  CHECK(Uring::setupRefusal(enomem, "0").find("RLIMIT_MEMLOCK") != std::string::npos);
+  // Other errors are not refusals.
+  CHECK(Uring::setupRefusal(std::error_code(EINVAL, std::system_category()), "0").empty());
+  CHECK(Uring::setupRefusal(std::make_error_code(std::errc::permission_denied), "2").empty());
 }

@@ -262,3 +262,83 @@ TEST_CASE("AWS conventions: the files' places, and files that cannot be read", "
   aws.vars["AWS_SHARED_CREDENTIALS_FILE"] = aws.path("nothing/there");
   CHECK(loadAwsProfile(aws.env()).ok());
 }
+
+TEST_CASE("AWS conventions: the shared files' forms the AWS CLI accepts", "[store][aws]") {
+  FakeAws aws;
+  // "[profile  NAME]" with more whitespace, or quoted, is profile NAME; "key: value"; CRLF
+  // lines; a comment after a section header; comments inside a nested block.
+  aws.write(".aws/credentials", "[x]\r\naws_access_key_id: KEY\r\naws_secret_access_key = S\r\n");
+  aws.write(".aws/config",
+            "[profile   x] ; the lake\n"
+            "endpoint_url = http://minio.example:9000\n"
+            "s3 =\n"
+            "  # nested comment\n"
+            "  addressing_style = virtual\n"
+            "region: eu-west-1\n"
+            "[profile \"y\"]\nregion = ap-east-1\n");
+  aws.vars["AWS_PROFILE"] = "x";
+  StoreUrl u = aws.resolve("s3://bkt");
+  CHECK(u.endpoint == "http://minio.example:9000");
+  CHECK(u.region == "eu-west-1");
+  CHECK(u.virtualHost);
+  auto keys = resolveAwsCredentials(aws.env(), aws.profile());
+  REQUIRE(keys.ok());
+  CHECK(keys->keys.accessKey == "KEY");
+  CHECK(keys->keys.secretKey == "S");  // no '\r' kept
+  aws.vars["AWS_PROFILE"] = "y";
+  CHECK(aws.resolve("s3://bkt").region == "ap-east-1");
+
+  // Nesting is by depth: in a file indented throughout, a setting at the parent's depth is not
+  // nested.
+  aws.write(".aws/config",
+            "[default]\n  s3 =\n    addressing_style = path\n  region = eu-south-1\n");
+  aws.vars.erase("AWS_PROFILE");
+  u = aws.resolve("s3://bkt");
+  CHECK(u.region == "eu-south-1");
+  CHECK_FALSE(u.virtualHost);
+
+  // Text after a section header that is not a comment is refused.
+  aws.write(".aws/config", "[default] junk\nregion = x\n");
+  CHECK_FALSE(loadAwsProfile(aws.env()).ok());
+}
+
+TEST_CASE("AWS conventions: the environment decides whether configured endpoints are ignored",
+          "[store][aws]") {
+  FakeAws aws;
+  aws.write(".aws/config",
+            "[default]\nendpoint_url = http://p:1\nignore_configured_endpoint_urls = true\n");
+  CHECK(aws.resolve("s3://bkt").endpoint == "https://s3.us-east-1.amazonaws.com");
+  aws.vars["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"] = "false";  // set: it decides
+  CHECK(aws.resolve("s3://bkt").endpoint == "http://p:1");
+}
+
+TEST_CASE("AWS conventions: what is not read is refused, not passed over", "[store][aws]") {
+  FakeAws aws;
+  // A [services] section would decide the endpoint below AWS_ENDPOINT_URL_S3.
+  aws.write(".aws/config",
+            "[default]\nservices = mine\nendpoint_url = http://p:1\n[services mine]\ns3 =\n  "
+            "endpoint_url = http://s:2\n");
+  auto url = parseStoreUrl("s3://bkt");
+  REQUIRE(url.ok());
+  auto refused = resolveS3Url(*url, aws.env(), aws.profile());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().find("services") != std::string::npos);
+  aws.vars["AWS_ENDPOINT_URL_S3"] = "http://e:3";  // above the services section: fine
+  CHECK(aws.resolve("s3://bkt").endpoint == "http://e:3");
+
+  // Profiles whose keys come from a role, a process or SSO: refused, even beside static keys.
+  for (const char* setting : {"role_arn = arn:aws:iam::1:role/r\nsource_profile = default",
+                              "credential_process = /bin/keys", "sso_session = s"}) {
+    CAPTURE(setting);
+    aws.write(".aws/config",
+              std::string("[default]\naws_access_key_id = A\naws_secret_access_key = B\n") +
+                  setting + "\n");
+    auto keys = resolveAwsCredentials(aws.env(), aws.profile());
+    REQUIRE_FALSE(keys.ok());
+    CHECK(keys.error().find("not read") != std::string::npos);
+  }
+  // The environment's keys come first, and then the profile is not consulted.
+  aws.vars["AWS_ACCESS_KEY_ID"] = "E";
+  aws.vars["AWS_SECRET_ACCESS_KEY"] = "F";
+  CHECK(resolveAwsCredentials(aws.env(), aws.profile())->keys.accessKey == "E");
+}

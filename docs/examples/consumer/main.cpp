@@ -7,13 +7,15 @@
 #include <cairn/engine/database.hpp>
 #include <cairn/io/uring.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace asio = boost::asio;
 
 asio::awaitable<int> run(cairn::io::Uring& uring, std::string dir) {
   cairn::PublishTarget target{dir + "/store", cairn::Uuid::random(), cairn::Uuid::random()};
-  auto db = co_await cairn::Database::create(uring, dir + "/db", u"consumer", target);
+  const std::filesystem::path path = dir + "/db";  // named: no temporary inside co_await
+  auto db = co_await cairn::Database::create(uring, path, u"consumer", target);
   if (!db) {
     std::fprintf(stderr, "create: %s\n", db.error().message.c_str());
     co_return 1;
