@@ -285,10 +285,10 @@ struct S3Client::Impl {
     }
   }
 
-  // The keys to sign the next request with: the provider's, checked, or the fixed ones. A copy
-  // per request, as the client may serve requests from several threads at once.
-  Result<SigV4Credentials, std::string> signingCredentials() const {
-    if (!config.credentialsProvider) return credentials;
+  // The provider's keys for the next request, checked (only with a provider). A copy per
+  // request, as the client may serve requests from several threads at once; without a
+  // provider the fixed keys are used in place.
+  Result<SigV4Credentials, std::string> providedCredentials() const {
     auto provided = config.credentialsProvider->credentials();
     if (!provided) return Failure<std::string>{"credentials: " + provided.error()};
     rememberSecrets(*provided);
@@ -325,9 +325,13 @@ struct S3Client::Impl {
     toSign.headers.push_back({"Host", endpoint.hostHeader()});
     SigV4Options options;
     options.payloadHash = std::move(payloadHash);
-    auto signing = signingCredentials();
-    if (!signing) {
-      co_return Failure<HttpError>{HttpError{HttpErrorKind::notSent, 0, 0, signing.error()}};
+    SigV4Credentials provided;
+    const SigV4Credentials* signing = &credentials;
+    if (config.credentialsProvider) {
+      auto got = providedCredentials();
+      if (!got) co_return Failure<HttpError>{HttpError{HttpErrorKind::notSent, 0, 0, got.error()}};
+      provided = std::move(*got);
+      signing = &provided;
     }
     const auto signature =
         signHeaders(toSign, *signing, scope, std::chrono::system_clock::now(), options);
@@ -717,9 +721,12 @@ std::string S3Client::presignedUrl(std::string_view method, std::string_view key
   options.payloadHash = std::string(kUnsignedPayload);
   options.addContentSha256Header = false;
   // A provider that fails gives a URL signed with the fixed keys (empty: the store refuses it).
-  auto signing = impl_->signingCredentials();
-  const auto signature = presign(request, signing ? *signing : impl_->credentials, impl_->scope,
-                                 std::chrono::system_clock::now(), expires, options);
+  SigV4Credentials keys = impl_->credentials;
+  if (impl_->config.credentialsProvider) {
+    if (auto got = impl_->providedCredentials()) keys = std::move(*got);
+  }
+  const auto signature =
+      presign(request, keys, impl_->scope, std::chrono::system_clock::now(), expires, options);
   return std::string(impl_->endpoint.tls ? "https://" : "http://") + impl_->endpoint.hostHeader() +
          uriEncodePath(request.path) + "?" + signature.query;
 }

@@ -155,6 +155,34 @@ Result<std::string, std::string> checkedEndpoint(std::string value, const std::s
   return value;
 }
 
+// The endpoint the environment or the profile configures (with its source), in the AWS CLI's
+// order; nullopt when none does (or configured endpoints are to be ignored).
+using Sourced = std::optional<std::pair<std::string, std::string>>;  // a value, where from
+
+Result<Sourced, std::string> configuredEndpoint(const AwsEnvironment& env,
+                                                const AwsProfile& profile) {
+  // The variable, when set, decides; else the profile's setting.
+  const auto ignoreInEnv = env.variable("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+  const auto ignoreInProfile = profile.find("ignore_configured_endpoint_urls");
+  const bool ignoreConfigured =
+      ignoreInEnv ? isTrue(ignoreInEnv) : (ignoreInProfile && isTrue(ignoreInProfile->first));
+  if (ignoreConfigured) return Sourced{};
+  if (auto v = env.variable("AWS_ENDPOINT_URL_S3")) {
+    return Sourced{std::pair{*v, std::string("AWS_ENDPOINT_URL_S3")}};
+  }
+  // A [services ...] section would come next; it is not read, so a profile that names one is
+  // refused here rather than silently passed over.
+  if (auto services = profile.find("services")) {
+    return bad(services->second + " names services = " + escapeForDisplay(services->first) +
+               ": [services] sections are not read; give the endpoint in the store URL or "
+               "AWS_ENDPOINT_URL_S3");
+  }
+  if (auto v = env.variable("AWS_ENDPOINT_URL")) {
+    return Sourced{std::pair{*v, std::string("AWS_ENDPOINT_URL")}};
+  }
+  return profile.find("endpoint_url");
+}
+
 }  // namespace
 
 std::string awsRegionalEndpoint(std::string_view service, const std::string& region) {
@@ -234,7 +262,7 @@ Result<StoreUrl, std::string> resolveS3Url(StoreUrl url, const AwsEnvironment& e
   if (url.kind != StoreUrl::Kind::s3) return url;
 
   if (url.region.empty()) {
-    std::optional<std::pair<std::string, std::string>> region;
+    Sourced region;
     for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
       if (auto v = env.variable(name); v && !region) region = std::pair{*v, std::string(name)};
     }
@@ -248,28 +276,9 @@ Result<StoreUrl, std::string> resolveS3Url(StoreUrl url, const AwsEnvironment& e
   }
 
   if (url.endpoint.empty()) {
-    // The variable, when set, decides; else the profile's setting.
-    const auto ignoreInEnv = env.variable("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
-    const auto ignoreInProfile = profile.find("ignore_configured_endpoint_urls");
-    const bool ignoreConfigured =
-        ignoreInEnv ? isTrue(ignoreInEnv) : (ignoreInProfile && isTrue(ignoreInProfile->first));
-    std::optional<std::pair<std::string, std::string>> endpoint;
-    if (!ignoreConfigured) {
-      if (auto v = env.variable("AWS_ENDPOINT_URL_S3")) {
-        endpoint = std::pair{*v, std::string("AWS_ENDPOINT_URL_S3")};
-      }
-      // A [services ...] section would come next; it is not read, so a profile that names one
-      // is refused here rather than silently passed over.
-      if (auto services = profile.find("services"); services && !endpoint) {
-        return bad(services->second + " names services = " + escapeForDisplay(services->first) +
-                   ": [services] sections are not read; give the endpoint in the store URL or "
-                   "AWS_ENDPOINT_URL_S3");
-      }
-      if (auto v = env.variable("AWS_ENDPOINT_URL"); v && !endpoint) {
-        endpoint = std::pair{*v, std::string("AWS_ENDPOINT_URL")};
-      }
-      if (!endpoint) endpoint = profile.find("endpoint_url");
-    }
+    auto configured = configuredEndpoint(env, profile);
+    if (!configured) return failureOf(configured);
+    const auto& endpoint = *configured;
     if (endpoint) {
       auto checked = checkedEndpoint(endpoint->first, endpoint->second);
       if (!checked) return failureOf(checked);
