@@ -16,6 +16,9 @@ install(TARGETS ${cairn_exported} EXPORT cairnTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS cairn RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${PROJECT_BINARY_DIR}/share/man/man1/cairn.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${PROJECT_BINARY_DIR}/share/bash-completion/completions/cairn
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 # The headers of the installed libraries; the command line's (engine/cli) are its own.
 install(DIRECTORY base io net engine catalog
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cairn

@@ -42,7 +42,8 @@ asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
     auto store = openStore(uring, executor, target->storeUrl, StoreCreation::createIfMissing,
                            options.storeCredentials);
     if (!store) co_return err(Errc::usage, "store " + target->storeUrl + ": " + store.error());
-    db->store_ = std::make_unique<CountingStore>(std::move(*store));
+    db->store_ = std::make_unique<CountingStore>(std::move(*store), options.storeCounters,
+                                                 options.storeAdmission);
   }
   auto journal = co_await Journal::create(uring, dir, databaseId, options.journal);
   if (!journal) co_return failureOf(journal);
@@ -112,7 +113,8 @@ asio::awaitable<Res<void>> Database::attach(io::Uring& uring, Database& db,
     auto store = openStore(uring, executor, (*state)->storeUrl, StoreCreation::existing,
                            options.storeCredentials);
     if (!store) co_return err(Errc::usage, "store " + (*state)->storeUrl + ": " + store.error());
-    db.store_ = std::make_unique<CountingStore>(std::move(*store));
+    db.store_ = std::make_unique<CountingStore>(std::move(*store), options.storeCounters,
+                                                options.storeAdmission);
   }
   db.publisher_ =
       std::make_unique<Publisher>(uring, *db.journal_, *db.store_, dir, std::move(**state),

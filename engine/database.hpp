@@ -43,6 +43,12 @@ struct DatabaseOptions {
   // An S3 store's keys from the embedder (asked at every request; net::RefreshableCredentials
   // can be replaced while the database runs) instead of the environment and the AWS files.
   std::shared_ptr<net::S3CredentialsProvider> storeCredentials;
+  // Counters the store's operations are also counted into (shared with the embedder's other
+  // stores; stats() reports them), and a check that may refuse an operation before it is sent
+  // (e.g. once the embedder begins to shut down: a publication then ends at its next request,
+  // its pending intent kept when it had one). Both optional.
+  std::shared_ptr<StoreCounters> storeCounters;
+  StoreAdmission storeAdmission;
 };
 
 // What checkpoint() (or compact()) calls ended in, and how long they took.

@@ -60,6 +60,33 @@ void publications(Writer& w, std::string_view what, const PublicationStats& p) {
           "the latest " + std::string(what) + "() call's duration", p.lastSeconds);
 }
 
+void storeMetrics(Writer& w, const StoreStats& store) {
+  w.family("cairn_store_operations_total", "counter",
+           "object store operations by kind and by the outcome they ended in");
+  for (std::size_t op = 0; op < kStoreOps; ++op) {
+    for (std::size_t status = 0; status < kStoreStatuses; ++status) {
+      w.sample("cairn_store_operations_total",
+               "op=\"" + std::string(storeOpName(static_cast<StoreOp>(op))) + "\",outcome=\"" +
+                   std::string(storeStatusName(static_cast<StoreStatus>(status))) + "\"",
+               static_cast<double>(store.operations[op][status]));
+    }
+  }
+  w.family("cairn_store_bytes_total", "counter",
+           "bodies of the store operations that succeeded, by direction");
+  w.sample("cairn_store_bytes_total", "direction=\"written\"",
+           static_cast<double>(store.bytesWritten));
+  w.sample("cairn_store_bytes_total", "direction=\"read\"", static_cast<double>(store.bytesRead));
+  if (const auto& t = store.transport) {
+    w.counter("cairn_store_attempts_total", "HTTP attempts sent to the store",
+              static_cast<double>(t->attempts));
+    w.counter("cairn_store_retries_total", "HTTP attempts that were retries",
+              static_cast<double>(t->retries));
+    w.counter("cairn_store_timeouts_total",
+              "HTTP attempts that ran out of time (connect, TLS handshake, exchange)",
+              static_cast<double>(t->timeouts));
+  }
+}
+
 }  // namespace
 
 std::string prometheusText(const DatabaseStats& stats) {
@@ -91,27 +118,24 @@ std::string prometheusText(const DatabaseStats& stats) {
   publications(w, "checkpoint", stats.checkpoints);
   publications(w, "compaction", stats.compactions);
 
-  if (stats.store) {
-    w.family("cairn_store_operations_total", "counter",
-             "object store operations by kind and by the outcome they ended in");
-    for (std::size_t op = 0; op < kStoreOps; ++op) {
-      for (std::size_t status = 0; status < kStoreStatuses; ++status) {
-        w.sample("cairn_store_operations_total",
-                 "op=\"" + std::string(storeOpName(static_cast<StoreOp>(op))) + "\",outcome=\"" +
-                     std::string(storeStatusName(static_cast<StoreStatus>(status))) + "\"",
-                 static_cast<double>(stats.store->operations[op][status]));
-      }
-    }
-    if (const auto& t = stats.store->transport) {
-      w.counter("cairn_store_attempts_total", "HTTP attempts sent to the store",
-                static_cast<double>(t->attempts));
-      w.counter("cairn_store_retries_total", "HTTP attempts that were retries",
-                static_cast<double>(t->retries));
-      w.counter("cairn_store_timeouts_total",
-                "HTTP attempts that ran out of time (connect, TLS handshake, exchange)",
-                static_cast<double>(t->timeouts));
-    }
+  if (stats.store) storeMetrics(w, *stats.store);
+  return w.take();
+}
+
+std::string prometheusCommandText(std::string_view command, const StoreStats& store, double seconds,
+                                  std::optional<int> exitCode) {
+  Writer w;
+  // The command's name is one of cairn's own subcommands: no character a label value escapes.
+  const std::string label = "command=\"" + std::string(command) + "\"";
+  w.family("cairn_command_running", "gauge", "1 while the command runs, 0 once it ended");
+  w.sample("cairn_command_running", label, exitCode ? 0 : 1);
+  w.family("cairn_command_seconds", "gauge", "time since the command started, or its duration");
+  w.sample("cairn_command_seconds", label, seconds);
+  if (exitCode) {
+    w.family("cairn_command_exit_code", "gauge", "the exit code the command ended with");
+    w.sample("cairn_command_exit_code", label, *exitCode);
   }
+  storeMetrics(w, store);
   return w.take();
 }
 

@@ -18,6 +18,7 @@
 #include "catalog/retention.hpp"
 #include "catalog/service.hpp"
 #include "engine/cli/commands.hpp"
+#include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/store/aws_config.hpp"
 #include "engine/store/open_store.hpp"
@@ -316,7 +317,8 @@ int runOnLake(const std::string& configPath, const std::string& id, bool json,
     if (!url) co_return reportJson(json, Error{Errc::usage, url.error()}, 0);
     auto store = openStore(uring, co_await asio::this_coro::executor, *url);
     if (!store) co_return reportJson(json, Error{Errc::usage, store.error()}, 0);
-    Lake lake(id, std::move(*store), *url, config->publisher, cacheBytes, entry);
+    // Counted for the status lines and --metrics-file, and stopped by a signal.
+    Lake lake(id, watchStore(std::move(*store)), *url, config->publisher, cacheBytes, entry);
     const CatalogConfig& c = *config;
     co_return co_await body(lake, c);
   });
@@ -423,6 +425,7 @@ struct LakeExpireOptions {
   std::string config;
   std::string lake;
   std::string table;  // NS.NAME (levels joined by '.'), or every table
+  std::string metricsFile;
   bool apply = false;
   bool json = false;
 };
@@ -498,10 +501,15 @@ int runLakeExpire(const LakeExpireOptions& o) {
         JsonArray reports;
         std::uint64_t expired = 0, failed = 0;
         std::map<std::string, std::set<std::int64_t>> byBranches;  // by table UUID, read once
+        std::uint64_t visited = 0;
         for (const Target& target : tables) {
+          // A signal stops the walk between tables (a commit in flight has finished).
+          if (interruptedBy() != 0) break;
           const TableIdent& ident = target.ident;
           const std::string name =
               displayName(ident) + (target.branch ? " on " + *target.branch : "");
+          setItems("tables", visited++, tables.size());
+          setPhase(name);
           JsonObject t;
           t.add("table", displayName(ident));
           if (target.branch) t.add("branch", *target.branch);
@@ -623,6 +631,7 @@ int runLakeExpire(const LakeExpireOptions& o) {
 struct LakeGcOptions {
   std::string config;
   std::string lake;
+  std::string metricsFile;
   std::int64_t graceSeconds = kGcDefaultGraceSeconds;
   bool apply = false;
   bool json = false;
@@ -652,11 +661,7 @@ int runLakeGc(const LakeGcOptions& o) {
         options.graceSeconds = o.graceSeconds;
         options.apply = o.apply;
         options.nowUnixSeconds = unixSecondsNow();
-        if (!o.json && ::isatty(STDERR_FILENO)) {
-          options.progress = [](const std::string& text) {
-            std::fprintf(stderr, "gc: %s\n", text.c_str());
-          };
-        }
+        options.progress = [](const std::string& text) { setPhase(text); };
         OperationBudget budget;
         auto result = co_await collectGarbage(lake, options, budget);
         const GcReport& r = result ? *result : result.error().second;
@@ -803,7 +808,7 @@ int runServe(const ServeOptions& o) {
   }
   auto listen = parseListen(o.listen);
   if (!listen) return report(listen.error());
-  return runAsync([&](io::Uring& uring) -> asio::awaitable<int> {
+  auto serveLakes = [&](io::Uring& uring) -> asio::awaitable<int> {
     auto executor = co_await asio::this_coro::executor;
     std::vector<std::unique_ptr<Lake>> lakes;
     for (const auto& l : config->lakes) {
@@ -842,7 +847,9 @@ int runServe(const ServeOptions& o) {
     boost::system::error_code ec;
     co_await stopped.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     co_return 0;
-  });
+  };
+  // The server drains its requests on SIGTERM itself (stopOnSignals).
+  return runAsync(serveLakes, /*handleSignals=*/false);
 }
 
 }  // namespace
@@ -901,6 +908,8 @@ void addCatalogCommands(CLI::App& app, int& exitCode) {
   expire->add_option("--table", lakeExpire->table, "one table, NS.NAME (default: every table)");
   expire->add_flag("--apply", lakeExpire->apply, "commit the removals");
   expire->add_flag("--json", lakeExpire->json, "one JSON object on standard output");
+  addProgressOptions(expire, &lakeExpire->json);
+  addCommandMetricsFile(expire, lakeExpire->metricsFile);
   expire->callback([lakeExpire, &exitCode] { exitCode = runLakeExpire(*lakeExpire); });
 
   auto lakeGc = std::make_shared<LakeGcOptions>();
@@ -912,6 +921,8 @@ void addCatalogCommands(CLI::App& app, int& exitCode) {
                  "keep files younger than this (default 259200, 3 days)");
   gc->add_flag("--apply", lakeGc->apply, "delete them, then walk again");
   gc->add_flag("--json", lakeGc->json, "one JSON object on standard output");
+  addProgressOptions(gc, &lakeGc->json);
+  addCommandMetricsFile(gc, lakeGc->metricsFile);
   gc->callback([lakeGc, &exitCode] { exitCode = runLakeGc(*lakeGc); });
 
   auto lakePolicy = std::make_shared<LakePolicyOptions>();

@@ -15,6 +15,7 @@
 
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
+#include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/format/keys.hpp"
 #include "engine/graph/checkpoint.hpp"
@@ -39,25 +40,11 @@ struct GraphOptions {
   std::string manifest;
   std::uint64_t manifestLength = 0;
   std::uint64_t segmentMib = 32;
+  std::string metricsFile;
   LimitOptions limits;
   bool deep = false;
   bool json = false;
 };
-
-// One line, rewritten in place, on a terminal only.
-void printProgress(const VerifyProgress& p, Clock::time_point start) {
-  if (!::isatty(STDERR_FILENO)) return;
-  double s = std::max(secondsSince(start), 1e-3);
-  double mib = static_cast<double>(p.bytesDone) / (1 << 20);
-  double rate = mib / s;
-  double left = p.bytesTotal > p.bytesDone && rate > 0
-                    ? static_cast<double>(p.bytesTotal - p.bytesDone) / (1 << 20) / rate
-                    : 0;
-  std::fprintf(stderr, "\r%llu/%llu objects  %.1f MiB  %.1f MiB/s  ETA %.0f s   ",
-               static_cast<unsigned long long>(p.objectsDone),
-               static_cast<unsigned long long>(p.objectsTotal), mib, rate, left);
-  if (p.objectsDone == p.objectsTotal) std::fprintf(stderr, "\n");
-}
 
 // The engine's in-flight limits and this operation's budget, from the command line.
 OperationBudget limitsFrom(const GraphOptions& opt, EngineLimits& limits) {
@@ -90,7 +77,7 @@ asio::awaitable<Res<StoreOf>> openStoreOf(io::Uring& uring, const GraphOptions& 
   o.ns = *ns;
   auto store = openStore(uring, co_await asio::this_coro::executor, storeUrl);
   if (!store) co_return err(Errc::usage, store.error());
-  o.store = std::move(*store);
+  o.store = watchStore(std::move(*store));
   co_return o;
 }
 
@@ -210,7 +197,9 @@ asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
   if (!o) {
     graph = failureOf(o);
   } else {
-    auto progress = [&](const VerifyProgress& p) { printProgress(p, start); };
+    auto progress = [](const VerifyProgress& p) {
+      setItems("objects", p.objectsDone, p.objectsTotal, p.bytesDone, p.bytesTotal);
+    };
     // (verifyNamed checks the head's lineage against the journal's once it has the head.)
     graph = co_await verifyNamed(opt, *o, journal.get(), head, progress);
   }
@@ -277,6 +266,8 @@ void addCheckpointCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--manifest-length", opt->manifestLength, "its length in bytes");
     cmd->add_flag("--deep", opt->deep,
                   "check every segment byte and compare the prefix with the journal");
+    addProgressOptions(cmd, &opt->json);
+    addCommandMetricsFile(cmd, opt->metricsFile);
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runVerify(u, *opt); });

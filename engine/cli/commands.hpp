@@ -94,5 +94,7 @@ void addCheckpointCommands(CLI::App& app, int& exitCode);
 void addPublishCommands(CLI::App& app, int& exitCode);
 void addOpsCommands(CLI::App& app, int& exitCode);
 void addCatalogCommands(CLI::App& app, int& exitCode);
+// `completion bash` and the hidden `manpage`, from the commands registered before it.
+void addCompletionCommands(CLI::App& app, int& exitCode, const std::string& version);
 
 }  // namespace cairn::cli

@@ -54,6 +54,22 @@ asio::awaitable<Bytes> StdinReader::next() {
 
 const std::string& StdinReader::error() const { return loop_->error; }
 
+void StdinReader::stop() {
+  LoopSide& l = *loop_;
+  std::size_t dropped = l.chunks.size();
+  l.chunks.clear();
+  l.done = true;
+  l.stopped = true;
+  l.ready.notify();
+  if (dropped != 0) {
+    {
+      std::lock_guard lock(mutex_);
+      queued_ -= dropped;
+    }
+    room_.notify_one();
+  }
+}
+
 void StdinReader::run() {
   for (;;) {
     {
@@ -77,6 +93,7 @@ void StdinReader::run() {
     }
     asio::post(executor_,
                [loop = loop_, end, error = std::move(error), chunk = std::move(chunk)]() mutable {
+                 if (loop->stopped) return;
                  if (end) {
                    loop->done = true;
                    loop->error = std::move(error);
@@ -141,10 +158,12 @@ std::nullopt_t RecordSplitter::compact() {
 asio::awaitable<Res<std::optional<Bytes>>> StdinRecords::next() {
   // Bounded: each pass takes a record, or reads a chunk, or ends.
   for (;;) {
+    if (stopped_) co_return std::optional<Bytes>{};
     if (auto record = splitter_.next()) co_return std::optional<Bytes>{std::move(*record)};
     if (!splitter_.error().empty()) co_return err(Errc::usage, splitter_.error());
     if (ended_) co_return std::nullopt;
     Bytes chunk = co_await reader_.next();
+    if (stopped_) co_return std::optional<Bytes>{};  // stop() while it waited: no tail record
     if (!chunk.empty()) {
       splitter_.feed(chunk);
       continue;
@@ -155,6 +174,11 @@ asio::awaitable<Res<std::optional<Bytes>>> StdinRecords::next() {
     if (!splitter_.error().empty()) co_return err(Errc::usage, splitter_.error());
     if (tail) co_return std::optional<Bytes>{std::move(*tail)};
   }
+}
+
+void StdinRecords::stop() {
+  stopped_ = true;
+  reader_.stop();
 }
 
 }  // namespace cairn::cli

@@ -38,6 +38,8 @@ class StdinReader {
 
   // The next chunk; empty at end of input, or after a read error (error()).
   boost::asio::awaitable<Bytes> next();
+  // Ends the input now: what was read and not yet taken is dropped, next() returns empty.
+  void stop();
   // Why reading stopped early: empty unless read(2) failed (a directory, a closed
   // descriptor, an I/O error).
   const std::string& error() const;
@@ -48,6 +50,7 @@ class StdinReader {
     std::deque<Bytes> chunks;
     Signal ready;
     bool done = false;
+    bool stopped = false;  // stop(): chunks still posted are dropped
     std::string error;
   };
   void run();
@@ -91,11 +94,15 @@ class StdinRecords {
   StdinRecords(boost::asio::any_io_executor executor, bool lengthPrefixed)
       : reader_(std::move(executor)), splitter_(lengthPrefixed) {}
   boost::asio::awaitable<Res<std::optional<Bytes>>> next();
+  // Ends the records at the last whole one returned (a signal stops `cairn ingest`): input
+  // read after it, a part of a record included, is never a record.
+  void stop();
 
  private:
   StdinReader reader_;
   RecordSplitter splitter_;
   bool ended_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace cairn::cli

@@ -11,6 +11,7 @@
 #include "engine/cli/commands.hpp"
 #include "engine/cli/input.hpp"
 #include "engine/cli/json.hpp"
+#include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/database.hpp"
 #include "engine/journal/journal.hpp"
@@ -96,6 +97,9 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendOptions& opt) {
   auto executor = co_await asio::this_coro::executor;
   TaskGroup appends(executor, kAppendConcurrency);
   StdinRecords records(executor, /*lengthPrefixed=*/false);
+  // The first SIGINT/SIGTERM ends the input at the last whole record: those are made durable
+  // and acknowledged (engine/cli/progress.hpp).
+  setStopAction([&records] { records.stop(); });
   Res<void> input;
   for (;;) {
     auto record = co_await records.next();
@@ -112,6 +116,7 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendOptions& opt) {
     });
   }
   Res<void> appended = co_await appends.wait();
+  setStopAction({});
   // What stopped the input comes first; the journal's own failure after it.
   std::optional<Error> failure;
   if (!input) failure = input.error();

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/bytes.hpp"
+#include "engine/cli/progress.hpp"
 
 namespace cairn::cli {
 
@@ -54,6 +55,14 @@ void printJson(const JsonObject& o) {
     return;
   }
   printed = true;
+  if (interruptedBy() != 0) {
+    // A command a signal interrupted says so in its object (its exit code is 128 + the signal).
+    JsonObject marked = o;
+    marked.add("interrupted", interruptedName());
+    std::fputs(marked.str().c_str(), stdout);
+    std::fputc('\n', stdout);
+    return;
+  }
   std::fputs(o.str().c_str(), stdout);
   std::fputc('\n', stdout);
 }

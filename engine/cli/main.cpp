@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
   cairn::cli::addPublishCommands(app, exitCode);
   cairn::cli::addOpsCommands(app, exitCode);
   cairn::cli::addCatalogCommands(app, exitCode);
+  cairn::cli::addCompletionCommands(app, exitCode, CAIRN_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

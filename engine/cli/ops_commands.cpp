@@ -12,6 +12,7 @@
 
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
+#include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/ops/backup.hpp"
 #include "engine/ops/repair.hpp"
@@ -114,6 +115,7 @@ struct VacuumCli {
   std::string ns;
   std::uint64_t keepRevisions = kDefaultKeepRevisions;
   std::int64_t graceSeconds = kDefaultGraceSeconds;
+  std::string metricsFile;
   bool apply = false;
   bool json = false;
 };
@@ -206,6 +208,7 @@ struct BackupCli {
   std::string store;
   std::string ns;
   std::string to;
+  std::string metricsFile;
   bool json = false;
 };
 
@@ -224,9 +227,11 @@ asio::awaitable<int> runBackup(io::Uring& uring, const BackupCli& opt) {
     co_return reportJson(opt.json, Error{Errc::usage, "--to: " + target.error()},
                          secondsSince(start));
   }
+  auto from = watchStore(std::move(*source));
+  auto to = watchStore(std::move(*target));
   EngineLimits limits;
   OperationBudget budget;
-  auto r = co_await backupNamespace(**source, **target, *ns, limits, budget);
+  auto r = co_await backupNamespace(*from, *to, *ns, limits, budget);
   if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
   const HeadFields& f = r->head.fields();
   if (opt.json) {
@@ -313,7 +318,7 @@ Res<NamespaceInStore> openNamespace(io::Uring& uring, const asio::any_io_executo
   if (!parsed) return failureOf(parsed);
   auto store = openStore(uring, executor, storeUrl);
   if (!store) return err(Errc::usage, store.error());
-  return NamespaceInStore{*parsed, std::move(*store)};
+  return NamespaceInStore{*parsed, watchStore(std::move(*store))};
 }
 
 void addOpsCommands(CLI::App& app, int& exitCode) {
@@ -344,6 +349,8 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
         ->check(CLI::Range(std::int64_t{0}, std::int64_t{3650} * 86400));
     cmd->add_flag("--apply", opt->apply, "delete (default: a dry run)");
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addProgressOptions(cmd, &opt->json);
+    addCommandMetricsFile(cmd, opt->metricsFile);
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runVacuum(u, *opt); });
@@ -357,6 +364,8 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
     cmd->add_option("--to", opt->to, "target store URL (either backend)")->required();
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addProgressOptions(cmd, &opt->json);
+    addCommandMetricsFile(cmd, opt->metricsFile);
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runBackup(u, *opt); });

@@ -29,6 +29,7 @@
 #include "engine/cli/commands.hpp"
 #include "engine/cli/input.hpp"
 #include "engine/cli/json.hpp"
+#include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/database.hpp"
 #include "engine/format/keys.hpp"
@@ -53,16 +54,23 @@ using Clock = std::chrono::steady_clock;
 FaultHook faultHookFromEnvironment() {
   const char* spec = std::getenv("CAIRN_TEST_FAULT");
   if (spec == nullptr || *spec == '\0') return {};
+  // POINT[:N[:SIGNAL]]: SIGNAL is KILL (the default), TERM or INT. A TERM or INT is handled
+  // as one sent from outside (engine/cli/progress.hpp), and the publisher goes on.
   std::string text(spec);
   std::string point = text;
   long target = 1;
+  int sig = SIGKILL;
   if (auto colon = text.find(':'); colon != std::string::npos) {
     point = text.substr(0, colon);
     target = std::strtol(text.c_str() + colon + 1, nullptr, 10);
+    if (auto second = text.find(':', colon + 1); second != std::string::npos) {
+      const std::string name = text.substr(second + 1);
+      sig = name == "TERM" ? SIGTERM : name == "INT" ? SIGINT : SIGKILL;
+    }
   }
   auto passes = std::make_shared<long>(0);
-  return [point, target, passes](std::string_view at) {
-    if (at == point && ++*passes == target) ::raise(SIGKILL);
+  return [point, target, sig, passes](std::string_view at) {
+    if (at == point && ++*passes == target) ::raise(sig);
   };
 }
 
@@ -95,6 +103,7 @@ void writeMetrics(const Database& db, const std::string& path) {
 DatabaseOptions databaseOptions(std::uint64_t segmentMib, std::int64_t reuseMaxAge = 600,
                                 const LimitOptions& limits = {}) {
   DatabaseOptions o;
+  watchDatabase(o);
   o.publish.checkpoint.segmentTargetBytes = segmentMib << 20;
   o.publish.checkpoint.reuseMaxAge = std::chrono::seconds(reuseMaxAge);
   o.publish.fault = faultHookFromEnvironment();
@@ -244,10 +253,11 @@ void describeState(const PublisherState& s, JsonObject& out, std::string& text) 
 // What the store selects now, judged against the local state; reading only.
 asio::awaitable<Res<void>> describeSelection(io::Uring& uring, const PublisherState& s,
                                              JsonObject& out, std::string& text) {
-  auto store = openStore(uring, co_await asio::this_coro::executor, s.storeUrl);
-  if (!store) co_return err(Errc::usage, "store " + s.storeUrl + ": " + store.error());
+  auto opened = openStore(uring, co_await asio::this_coro::executor, s.storeUrl);
+  if (!opened) co_return err(Errc::usage, "store " + s.storeUrl + ": " + opened.error());
+  auto store = watchStore(std::move(*opened));
   OperationBudget budget;
-  auto seen = co_await observeHead(**store, s.ns, budget);
+  auto seen = co_await observeHead(*store, s.ns, budget);
   std::string selected;
   if (!seen) {
     selected = "unknown";
@@ -390,6 +400,7 @@ struct RecoverCli {
   std::string store;
   std::string ns;
   std::string head;
+  std::string metricsFile;
   bool writable = false;
   bool json = false;
 };
@@ -412,12 +423,13 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
     std::copy(id->begin(), id->end(), d.begin());
     request.headId = d;
   }
-  auto store = openStore(uring, co_await asio::this_coro::executor, opt.store);
-  if (!store)
-    co_return reportJson(opt.json, Error{Errc::usage, store.error()}, secondsSince(start));
+  auto opened = openStore(uring, co_await asio::this_coro::executor, opt.store);
+  if (!opened)
+    co_return reportJson(opt.json, Error{Errc::usage, opened.error()}, secondsSince(start));
+  auto store = watchStore(std::move(*opened));
   EngineLimits limits;
   OperationBudget budget;
-  auto r = co_await recoverDatabase(uring, **store, opt.dir, request, limits, budget);
+  auto r = co_await recoverDatabase(uring, *store, opt.dir, request, limits, budget);
   if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
   const HeadFields& f = r->head.fields();
   if (opt.json) {
@@ -537,33 +549,31 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   options.checkpointInterval =
       std::chrono::milliseconds(static_cast<std::int64_t>(opt.checkpointSeconds * 1000));
   IngestHooks hooks;
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
   // The metrics file is replaced at most every kMetricsFileSeconds while the job runs, and
   // once more at the end.
   constexpr double kMetricsFileSeconds = 5;
   double metricsWrittenAt = -kMetricsFileSeconds;
-  if (tty || !opt.metricsFile.empty()) {
-    hooks.progress = [&](const IngestReport& r) {
-      double s = std::max(secondsSince(start), 1e-3);
-      if (!opt.metricsFile.empty() && s - metricsWrittenAt >= kMetricsFileSeconds) {
-        writeMetrics(db, opt.metricsFile);
-        metricsWrittenAt = s;
-      }
-      if (!tty) return;
-      std::fprintf(stderr, "\r%llu records  %.1f MiB  %.1f MiB/s  %llu checkpoints   ",
-                   static_cast<unsigned long long>(r.records),
-                   static_cast<double>(r.bytes) / (1 << 20),
-                   static_cast<double>(r.bytes) / (1 << 20) / s,
-                   static_cast<unsigned long long>(r.checkpoints));
-    };
-  }
+  hooks.progress = [&](const IngestReport& r) {
+    setItems("records", r.records, 0, r.bytes);
+    setPhase(std::to_string(r.checkpoints) + " checkpoints");
+    const double s = secondsSince(start);
+    if (!opt.metricsFile.empty() && s - metricsWrittenAt >= kMetricsFileSeconds) {
+      writeMetrics(db, opt.metricsFile);
+      metricsWrittenAt = s;
+    }
+  };
   hooks.retrying = [](const Error& e) {
     std::fprintf(stderr, "\ncairn: checkpoint will be retried: %s\n", e.message.c_str());
   };
   StdinRecords records(co_await asio::this_coro::executor, opt.lengthPrefixed);
+  // The first SIGINT/SIGTERM ends the input at the last whole record: the job then finishes
+  // as at the input's end (durable, a last checkpoint, the acknowledgement).
+  setStopAction([&records] { records.stop(); });
   auto outcome = co_await ingest(
       db, [&]() { return records.next(); }, options, hooks);
-  if (tty) std::fprintf(stderr, "\n");
+  setStopAction({});
+  setItems("records", outcome.report.records, 0, outcome.report.bytes);
+  setPhase(std::to_string(outcome.report.checkpoints) + " checkpoints");
   writeMetrics(db, opt.metricsFile);
   if (outcome.failure) {
     std::cerr << "cairn: records up to sequence " << outcome.report.lastSequence
@@ -590,6 +600,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     addLimitOptions(cmd, opt->limits);
     addMetricsFileOption(cmd, opt->metricsFile);
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addProgressOptions(cmd, &opt->json);
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpoint(u, *opt); });
@@ -609,6 +620,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     addLimitOptions(cmd, opt->limits);
     addMetricsFileOption(cmd, opt->metricsFile);
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addProgressOptions(cmd, &opt->json);
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpoint(u, *opt); });
@@ -652,6 +664,8 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_flag("--writable", opt->writable,
                   "also install the publisher state: this directory continues the namespace");
     cmd->add_flag("--json", opt->json, "print one JSON object");
+    addProgressOptions(cmd, &opt->json);
+    addCommandMetricsFile(cmd, opt->metricsFile);
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runRecover(u, *opt); });
@@ -678,6 +692,7 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
                   "records are a u32 big-endian length and the bytes (default: one per line)");
     addMetricsFileOption(cmd, opt->metricsFile);
     cmd->add_flag("--json", opt->json, "print one JSON object at the end");
+    addProgressOptions(cmd, &opt->json);
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runIngest(u, *opt); });

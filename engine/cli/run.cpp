@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "engine/cli/commands.hpp"
+#include "engine/cli/progress.hpp"
 #include "io/uring.hpp"
 #include "net/http_client.hpp"
 
@@ -28,7 +29,8 @@ void addTimeoutOption(CLI::App* cmd, double defaultSeconds) {
   cmd->preparse_callback([defaultSeconds](std::size_t) { commandTimeoutSeconds = defaultSeconds; });
 }
 
-int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body) {
+int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body,
+             bool handleSignals) {
   if (commandTimeoutSeconds > 0) {
     net::setProcessDeadline(std::chrono::steady_clock::now() +
                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -43,6 +45,9 @@ int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body)
     return 1;
   }
   int exitCode = 1;
+  // Ends with the body: its last status line and summary, and the waits that would keep the
+  // context running.
+  CommandRun run(context.get_executor(), handleSignals);
   boost::asio::co_spawn(context, body(**uring), [&](std::exception_ptr e, int code) {
     if (e) {
       try {
@@ -54,6 +59,7 @@ int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body)
     } else {
       exitCode = code;
     }
+    exitCode = run.finish(exitCode);
   });
   context.run();
   return exitCode;

@@ -16,8 +16,11 @@ class Uring;
 namespace cairn::cli {
 
 // Runs `body` to completion and returns its exit code; an exception escaping it is reported
-// as an internal error (exit 1).
-int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body);
+// as an internal error (exit 1). While it runs, the command's status lines are shown and
+// SIGINT/SIGTERM stop it (engine/cli/progress.hpp; `handleSignals` false: the body handles them
+// itself, as `serve` does); a command a signal interrupted exits 128 + the signal.
+int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body,
+             bool handleSignals = true);
 
 // UTF-8 to UTF-16 code units; nullopt for invalid UTF-8.
 std::optional<std::u16string> utf8ToUtf16(std::string_view text);

@@ -11,6 +11,7 @@
 
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
+#include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/ops/usage.hpp"
 #include "engine/store/directory_store.hpp"
@@ -47,7 +48,7 @@ asio::awaitable<Res<std::unique_ptr<ObjectStore>>> open(
     io::Uring& uring, const std::string& url, StoreCreation creation = StoreCreation::existing) {
   auto store = openStore(uring, co_await asio::this_coro::executor, url, creation);
   if (!store) co_return err(Errc::usage, store.error());
-  co_return std::move(*store);
+  co_return watchStore(std::move(*store));
 }
 
 asio::awaitable<int> runPut(io::Uring& uring, const StoreOptions& opt) {
@@ -150,7 +151,7 @@ asio::awaitable<int> runRemove(io::Uring& uring, const StoreOptions& opt) {
 asio::awaitable<int> runProbe(io::Uring& uring, const StoreOptions& opt) {
   auto store = co_await open(uring, opt.url);
   if (!store) co_return report(store.error());
-  auto* s3 = dynamic_cast<S3Store*>(store->get());
+  auto* s3 = dynamic_cast<S3Store*>(&static_cast<CountingStore&>(**store).inner());
   if (s3 == nullptr) {
     // The directory store enforces conditions by construction (link(2) and a locked
     // compare-and-swap); there is no dialect to pick.

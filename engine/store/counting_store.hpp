@@ -1,12 +1,16 @@
 // An ObjectStore that forwards every operation to another and counts them by kind and by
-// outcome (Database::stats(), --metrics-file). It adds nothing else: the same answers, the
-// same order, no retries of its own.
+// outcome, and the bytes they moved (Database::stats(), --metrics-file, the command line's
+// progress). It adds nothing else, with one option: an admission check that may refuse an
+// operation before it is sent (the command line's stop on SIGINT/SIGTERM). Otherwise the same
+// answers, the same order, no retries of its own.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "engine/store/object_store.hpp"
 
@@ -15,9 +19,24 @@ namespace cairn {
 inline constexpr std::size_t kStoreOps = 9;       // StoreOp's values
 inline constexpr std::size_t kStoreStatuses = 7;  // StoreStatus's values
 
+// What a CountingStore counts; several stores may count into one (a command's source and
+// target). Touched on the stores' executor only.
+struct StoreCounters {
+  // operations[op][status]: finished operations of each kind, by the StoreStatus they ended in.
+  std::array<std::array<std::uint64_t, kStoreStatuses>, kStoreOps> operations{};
+  std::uint64_t bytesWritten = 0;  // bodies of the writes that succeeded
+  std::uint64_t bytesRead = 0;     // bodies of the reads that succeeded
+};
+
+// Asked before every operation: std::nullopt sends it; an outcome answers in its place (counted
+// as that outcome). A refusal must be true of a request never sent: a failure, not uncertain.
+using StoreAdmission = std::function<std::optional<StoreOutcome>(StoreOp op)>;
+
 struct StoreStats {
   // operations[op][status]: finished operations of each kind, by the StoreStatus they ended in.
   std::array<std::array<std::uint64_t, kStoreStatuses>, kStoreOps> operations{};
+  std::uint64_t bytesWritten = 0;  // bodies of the writes that succeeded
+  std::uint64_t bytesRead = 0;     // bodies of the reads that succeeded
   // What the transport did under them; absent for a store without one (the directory store).
   std::optional<StoreTransportStats> transport;
 
@@ -26,7 +45,13 @@ struct StoreStats {
 
 class CountingStore final : public ObjectStore {
  public:
-  explicit CountingStore(std::unique_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
+  // `counters` shared with other stores, or (null) its own; `admit` empty: everything is sent.
+  explicit CountingStore(std::unique_ptr<ObjectStore> inner,
+                         std::shared_ptr<StoreCounters> counters = nullptr,
+                         StoreAdmission admit = {})
+      : inner_(std::move(inner)),
+        counters_(counters ? std::move(counters) : std::make_shared<StoreCounters>()),
+        admit_(std::move(admit)) {}
 
   StoreStats stats() const;
   ObjectStore& inner() { return *inner_; }
@@ -61,11 +86,14 @@ class CountingStore final : public ObjectStore {
   template <class T>
   void count(StoreOp op, const StoreResult<T>& result) {
     const StoreStatus status = result.ok() ? StoreStatus::ok : result.error().status;
-    ++counts_[static_cast<std::size_t>(op)][static_cast<std::size_t>(status)];
+    ++counters_->operations[static_cast<std::size_t>(op)][static_cast<std::size_t>(status)];
   }
+  // The admission's answer, counted, when it refuses `op`.
+  std::optional<StoreOutcome> refused(StoreOp op);
 
   std::unique_ptr<ObjectStore> inner_;
-  std::array<std::array<std::uint64_t, kStoreStatuses>, kStoreOps> counts_{};
+  std::shared_ptr<StoreCounters> counters_;
+  StoreAdmission admit_;
 };
 
 }  // namespace cairn

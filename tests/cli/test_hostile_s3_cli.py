@@ -102,6 +102,39 @@ def defect_3_and_4_output(tmp):
             server.close()
 
 
+def non_ascii_messages(tmp):
+    # A server's message in other scripts, longer than the bound a message is cut to (512
+    # bytes): the JSON object and the stderr line keep the characters as they are (not escaped
+    # as bytes) and cut between characters, never inside one (no U+FFFD, no lone byte).
+    for char in ("\u00e9", "\u65e5", "\U0001f600"):
+        body = ("<?xml version=\"1.0\"?><Error><Code>InternalError</Code><Message>"
+                + "z" + char * 400 + "</Message></Error>").encode("utf-8")
+        server = Server(lambda m, t, body=body: response(500, body))
+        try:
+            r = run("store", "get", server.url("&timeout_ms=1000"), "k", "--json", env=ENV)
+            what = f"a message of U+{ord(char):04X}"
+            check(r.returncode != 0, f"{what}: fails")
+            try:
+                out = json.loads(r.stdout.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as e:
+                out = {}
+                check(False, f"{what}: --json is valid UTF-8 JSON: {e}: {r.stdout[:200]!r}")
+            reason = out.get("reason", "")
+            kept = reason.count(char)
+            check(kept >= 100 and "\ufffd" not in reason and "\\x" not in reason,
+                  f"{what}: the reason keeps the characters ({kept}): {reason[:120]!r}")
+            try:
+                line = r.stderr.decode("utf-8")
+                check(line.count(char) >= 100 and "\ufffd" not in line,
+                      f"{what}: the stderr line keeps them: {line[:120]!r}")
+            except UnicodeDecodeError as e:
+                check(False, f"{what}: the stderr line is valid UTF-8: {e}")
+            check(len(reason.encode("utf-8")) < 400 * len(char.encode("utf-8")),
+                  f"{what}: the message is bounded ({len(reason.encode('utf-8'))} bytes)")
+        finally:
+            server.close()
+
+
 def defect_5_endless_listing(tmp):
     server = Server(lambda m, t: listing([("a", '"e"')], truncated=True, token="same"))
     try:
@@ -147,6 +180,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="cairn-hostile-")
     try:
         defect_3_and_4_output(tmp)
+        non_ascii_messages(tmp)
         defect_5_endless_listing(tmp)
         defect_6_time_bounds_and_lock(tmp)
     finally:

@@ -1,5 +1,6 @@
 """--metrics-file: `cairn ingest`, `checkpoint` and `compact` write the database's statistics
-in the Prometheus text format, read back here with prometheus_client's own parser (Debian's
+in the Prometheus text format, and `backup`, `recover`, `verify` and `vacuum` their store
+statistics and their state; read back here with prometheus_client's own parser (Debian's
 python3-prometheus-client), and the figures agree with what the command reported."""
 import json
 import os
@@ -65,6 +66,46 @@ def main():
             key = "cairn_checkpoints_total" if command == "checkpoint" else "cairn_compactions_total"
             check(value(samples, key, outcome="published") == 1, f"{command}: one published")
             check(value(samples, "cairn_journal_appends_total") == 0, f"{command}: no appends")
+
+        # The commands without a database: their store's figures and their exit code.
+        ns = report["namespace"]
+        path = f"{tmp}/backup.prom"
+        r = run("backup", "--store", store, "--namespace", ns, "--to", f"{tmp}/copy",
+                "--metrics-file", path, "--json")
+        check(r.returncode == 0, f"backup: {r.stderr!r}")
+        copied = json.loads(r.stdout).get("objects_copied", -1) if r.returncode == 0 else -1
+        samples, types = parse(path)
+        check(value(samples, "cairn_command_exit_code", command="backup") == 0 and
+              value(samples, "cairn_command_running", command="backup") == 0,
+              "backup: ended, exit 0")
+        check(types.get("cairn_command_exit_code") == "gauge", f"a gauge: {types}")
+        created = value(samples, "cairn_store_operations_total", op="put_if_absent", outcome="ok")
+        check(copied >= 2 and created is not None and created >= copied,
+              f"backup: {copied} copied, {created} created")
+        check((value(samples, "cairn_store_bytes_total", direction="written") or 0) > 0 and
+              (value(samples, "cairn_store_bytes_total", direction="read") or 0) > 0,
+              "backup: bytes read and written")
+        for name, args in (("verify", [db, "--deep"]),
+                           ("vacuum", ["--store", store, "--namespace", ns]),
+                           ("recover", [f"{tmp}/recovered", "--store", store, "--namespace", ns])):
+            path = f"{tmp}/{name}.prom"
+            r = run(name, *args, "--metrics-file", path)
+            check(r.returncode == 0, f"{name}: {r.stderr!r}")
+            samples, _ = parse(path)
+            check(value(samples, "cairn_command_exit_code", command=name) == 0, f"{name}: exit 0")
+            ops = sum(v for (n, labels), v in samples.items()
+                      if n == "cairn_store_operations_total" and ("outcome", "ok") in labels)
+            check(ops >= 1, f"{name}: its store operations counted: {ops}")
+        # A failure: the exit code in the file is the command's.
+        path = f"{tmp}/failed.prom"
+        r = run("backup", "--store", store, "--namespace", "00000000-0000-4000-8000-000000000001",
+                "--to", f"{tmp}/copy2", "--metrics-file", path)
+        samples, _ = parse(path)
+        check(r.returncode != 0 and
+              value(samples, "cairn_command_exit_code", command="backup") == r.returncode,
+              f"a failed backup's exit code: {r.returncode}")
+        check(value(samples, "cairn_store_operations_total", op="get", outcome="missing") >= 1,
+              "the missing head is counted as missing")
 
         # A metrics file that cannot be written is said, and the command's outcome stands.
         r = run("checkpoint", db, "--metrics-file", f"{tmp}/no/such/dir.prom")
