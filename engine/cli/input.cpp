@@ -158,12 +158,12 @@ std::nullopt_t RecordSplitter::compact() {
 asio::awaitable<Res<std::optional<Bytes>>> StdinRecords::next() {
   // Bounded: each pass takes a record, or reads a chunk, or ends.
   for (;;) {
-    if (stopped_) co_return std::optional<Bytes>{};
+    if (stopped_) co_return std::nullopt;
     if (auto record = splitter_.next()) co_return std::optional<Bytes>{std::move(*record)};
     if (!splitter_.error().empty()) co_return err(Errc::usage, splitter_.error());
     if (ended_) co_return std::nullopt;
     Bytes chunk = co_await reader_.next();
-    if (stopped_) co_return std::optional<Bytes>{};  // stop() while it waited: no tail record
+    if (stopped_) co_return std::nullopt;  // stop() while it waited: no tail record
     if (!chunk.empty()) {
       splitter_.feed(chunk);
       continue;
