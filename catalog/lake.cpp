@@ -444,7 +444,11 @@ asio::awaitable<StoreResult<StoredObject>> Lake::readObject(const std::string& k
 
 std::shared_ptr<const TableView> Lake::cached(const Uuid& uuid) {
   auto it = tables_.find(uuid.text());
-  if (it == tables_.end()) return nullptr;
+  if (it == tables_.end()) {
+    ++cacheMisses_;
+    return nullptr;
+  }
+  ++cacheHits_;
   lru_.splice(lru_.end(), lru_, it->second.position);  // now the most recently used
   return it->second.view;
 }

@@ -128,6 +128,11 @@ class Lake {
                                                                std::uint64_t maxBytes);
 
   std::uint64_t cachedBytes() const { return cacheUsed_; }
+  std::uint64_t cacheCapacity() const { return cacheBytes_; }
+  // Table views looked up in the cache: found (extended from there) or not (read whole).
+  std::uint64_t cacheHits() const { return cacheHits_; }
+  std::uint64_t cacheMisses() const { return cacheMisses_; }
+  std::uint64_t cachedTables() const { return tables_.size(); }
 
   // Credentials of class `c` for the table at `tableLocation` (its location as Iceberg spells
   // it), from STS with the class's session policy (catalog/credentials.hpp); a set still valid
@@ -171,6 +176,8 @@ class Lake {
 
   std::uint64_t cacheBytes_;
   std::uint64_t cacheUsed_ = 0;
+  std::uint64_t cacheHits_ = 0;
+  std::uint64_t cacheMisses_ = 0;
   std::list<std::string> lru_;           // table UUIDs (text), least recently used first
   std::map<std::string, Entry> tables_;  // by table UUID (text)
 };

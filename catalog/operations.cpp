@@ -775,6 +775,7 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
           break;
       }
     }
+    ++r.rebases;
     if (attempt >= r.maxRebases) co_return contention(what, attempt);
   }
 }

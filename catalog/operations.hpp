@@ -55,6 +55,9 @@ struct Request {
   Role role = Role::read;  // the token's
   // The catalog branch the request works on (the prefix LAKE~BRANCH); none: the lake itself.
   std::optional<std::string> branch;
+  // Set by commitTable: the attempts that lost a race and were built again (the metrics'
+  // "rebased" outcome).
+  std::uint64_t rebases = 0;
 };
 
 boost::asio::awaitable<Outcome<std::shared_ptr<const LakeView>>> readLake(Request& r);

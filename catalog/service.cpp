@@ -5,6 +5,7 @@
 #include <deque>
 #include <set>
 
+#include "catalog/metrics.hpp"
 #include "catalog/operations.hpp"
 #include "catalog/table_create.hpp"
 #include "catalog/table_update.hpp"
@@ -495,6 +496,7 @@ struct CatalogService::Impl {
   std::uintmax_t configSize = 0;
   std::chrono::steady_clock::time_point configChecked{};
   std::map<std::string, std::unique_ptr<Lake>> lakes;
+  CatalogMetrics metrics;
 
   // The tokens of the configuration file, read again when it changed (checked at most once a
   // second). A file that no longer reads keeps the tokens known before.
@@ -586,6 +588,8 @@ struct CatalogService::Impl {
   asio::awaitable<ServerResponse> configAnswer(const ServerRequest& req, const Caller& caller);
   asio::awaitable<ServerResponse> branches(const ServerRequest& req, const Matched& m, Request& r);
   asio::awaitable<ServerResponse> readyz();
+  // A request's answer (CatalogService::handle counts it).
+  asio::awaitable<ServerResponse> answer(const ServerRequest& req);
 };
 
 CatalogService::CatalogService(std::filesystem::path configFile, CatalogConfig config,
@@ -682,7 +686,42 @@ asio::awaitable<ServerResponse> CatalogService::Impl::readyz() {
 }
 
 asio::awaitable<ServerResponse> CatalogService::handle(const ServerRequest& req) {
-  Impl& s = *impl_;
+  const std::shared_ptr<Impl> self = impl_;
+  if (req.target == "/metrics") {
+    // Unauthenticated, as /healthz and /readyz: it names lakes and routes, no table.
+    std::vector<Lake*> lakes;
+    for (const auto& [id, lake] : self->lakes) lakes.push_back(lake.get());
+    ServerResponse r;
+    r.body = self->metrics.text(lakes);
+    r.headers.push_back({"Content-Type", "text/plain; version=0.0.4; charset=utf-8"});
+    r.route = "/metrics";
+    co_return r;
+  }
+  // Counted once answered; a request whose handler threw is counted as a 500 of no route.
+  struct InFlight {
+    Impl& impl;
+    const ServerRequest& req;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    bool ended = false;
+    void end(std::string_view route, int status) {
+      ended = true;
+      impl.metrics.ended(
+          req.method, route, status,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    ~InFlight() {
+      if (!ended) end({}, 500);
+    }
+  };
+  self->metrics.started();
+  InFlight counted{*self, req};
+  ServerResponse r = co_await self->answer(req);
+  counted.end(r.route, r.status);
+  co_return r;
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::answer(const ServerRequest& req) {
+  Impl& s = *this;
   if (req.target == "/healthz") {
     ServerResponse r = jsonAnswer(200, json::object{{"status", "live"}});
     r.route = "/healthz";
@@ -993,7 +1032,9 @@ asio::awaitable<ServerResponse> CatalogService::Impl::oneTable(const ServerReque
     auto commit = parseCommitTableRequest(*body);
     if (!commit) co_return badRequest("invalid-request", commit.error().message);
     auto done = co_await commitTable(r, t, *commit);
-    co_return done ? tableAnswer(*done, false, false) : error(done.error());
+    ServerResponse reply = done ? tableAnswer(*done, false, false) : error(done.error());
+    metrics.commit(CatalogMetrics::outcomeOf(reply.status, r.rebases));
+    co_return reply;
   }
   bool refs = false;
   if (auto mode = query->find("snapshots"); mode != query->end()) {

@@ -7,47 +7,61 @@
 #include <system_error>
 
 namespace cairn {
+
+void PrometheusWriter::family(std::string_view name, std::string_view type, std::string_view help) {
+  out_ += "# HELP ";
+  out_ += name;
+  out_ += ' ';
+  out_ += help;
+  out_ += "\n# TYPE ";
+  out_ += name;
+  out_ += ' ';
+  out_ += type;
+  out_ += '\n';
+}
+
+void PrometheusWriter::sample(std::string_view name, std::string_view labels, double value) {
+  out_ += name;
+  if (!labels.empty()) {
+    out_ += '{';
+    out_ += labels;
+    out_ += '}';
+  }
+  char number[64];
+  std::snprintf(number, sizeof number, " %.17g\n", value);
+  out_ += number;
+}
+
+void PrometheusWriter::counter(std::string_view name, std::string_view help, double value) {
+  family(name, "counter", help);
+  sample(name, {}, value);
+}
+
+void PrometheusWriter::gauge(std::string_view name, std::string_view help, double value) {
+  family(name, "gauge", help);
+  sample(name, {}, value);
+}
+
+std::string prometheusLabel(std::string_view name, std::string_view value) {
+  std::string out(name);
+  out += "=\"";
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 namespace {
 
-class Writer {
- public:
-  void family(std::string_view name, std::string_view type, std::string_view help) {
-    out_ += "# HELP ";
-    out_ += name;
-    out_ += ' ';
-    out_ += help;
-    out_ += "\n# TYPE ";
-    out_ += name;
-    out_ += ' ';
-    out_ += type;
-    out_ += '\n';
-  }
-  void sample(std::string_view name, std::string_view labels, double value) {
-    out_ += name;
-    if (!labels.empty()) {
-      out_ += '{';
-      out_ += labels;
-      out_ += '}';
-    }
-    char number[64];
-    std::snprintf(number, sizeof number, " %.17g\n", value);
-    out_ += number;
-  }
-  void counter(std::string_view name, std::string_view help, double value) {
-    family(name, "counter", help);
-    sample(name, {}, value);
-  }
-  void gauge(std::string_view name, std::string_view help, double value) {
-    family(name, "gauge", help);
-    sample(name, {}, value);
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-void publications(Writer& w, std::string_view what, const PublicationStats& p) {
+void publications(PrometheusWriter& w, std::string_view what, const PublicationStats& p) {
   const std::string total = "cairn_" + std::string(what) + "s_total";
   w.family(total, "counter", "calls of " + std::string(what) + "() by outcome");
   w.sample(total, "outcome=\"published\"", static_cast<double>(p.published));
@@ -60,7 +74,7 @@ void publications(Writer& w, std::string_view what, const PublicationStats& p) {
           "the latest " + std::string(what) + "() call's duration", p.lastSeconds);
 }
 
-void storeMetrics(Writer& w, const StoreStats& store) {
+void storeMetrics(PrometheusWriter& w, const StoreStats& store) {
   w.family("cairn_store_operations_total", "counter",
            "object store operations by kind and by the outcome they ended in");
   for (std::size_t op = 0; op < kStoreOps; ++op) {
@@ -90,7 +104,7 @@ void storeMetrics(Writer& w, const StoreStats& store) {
 }  // namespace
 
 std::string prometheusText(const DatabaseStats& stats) {
-  Writer w;
+  PrometheusWriter w;
   const JournalStats& j = stats.journal;
   w.counter("cairn_journal_appends_total", "records acknowledged durable",
             static_cast<double>(j.appends));
@@ -124,9 +138,8 @@ std::string prometheusText(const DatabaseStats& stats) {
 
 std::string prometheusCommandText(std::string_view command, const StoreStats& store, double seconds,
                                   std::optional<int> exitCode) {
-  Writer w;
-  // The command's name is one of cairn's own subcommands: no character a label value escapes.
-  const std::string label = "command=\"" + std::string(command) + "\"";
+  PrometheusWriter w;
+  const std::string label = prometheusLabel("command", command);
   w.family("cairn_command_running", "gauge", "1 while the command runs, 0 once it ended");
   w.sample("cairn_command_running", label, exitCode ? 0 : 1);
   w.family("cairn_command_seconds", "gauge", "time since the command started, or its duration");

@@ -12,6 +12,23 @@
 
 namespace cairn {
 
+// Writes the Prometheus text format: each family's HELP and TYPE lines, then its samples.
+class PrometheusWriter {
+ public:
+  void family(std::string_view name, std::string_view type, std::string_view help);
+  // `labels`: name="value" pairs joined by commas (prometheusLabel), or empty.
+  void sample(std::string_view name, std::string_view labels, double value);
+  void counter(std::string_view name, std::string_view help, double value);
+  void gauge(std::string_view name, std::string_view help, double value);
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// name="value", the value escaped as the format requires (backslash, double quote, newline).
+std::string prometheusLabel(std::string_view name, std::string_view value);
+
 // Every metric with its HELP and TYPE lines; the names start with "cairn_".
 std::string prometheusText(const DatabaseStats& stats);
 

@@ -21,6 +21,7 @@
 #include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/store/aws_config.hpp"
+#include "engine/store/counting_store.hpp"
 #include "engine/store/open_store.hpp"
 #include "engine/store/store_errors.hpp"
 #include "io/uring.hpp"
@@ -819,8 +820,10 @@ int runServe(const ServeOptions& o) {
       if (!url) co_return report(Error{Errc::usage, "lake " + l.id + ": " + url.error()});
       auto store = openStore(uring, executor, *url);
       if (!store) co_return report(Error{Errc::usage, "lake " + l.id + ": " + store.error()});
-      lakes.push_back(std::make_unique<Lake>(l.id, std::move(*store), *url, config->publisher,
-                                             config->server.cacheBytes, &l));
+      // Counted for GET /metrics.
+      lakes.push_back(
+          std::make_unique<Lake>(l.id, std::make_unique<CountingStore>(std::move(*store)), *url,
+                                 config->publisher, config->server.cacheBytes, &l));
     }
     CatalogService service(o.config, *config, std::move(lakes));
     co_await service.checkReadiness();
