@@ -87,68 +87,61 @@ std::string CatalogMetrics::text(const std::vector<Lake*>& lakes) const {
     w.sample("cairn_catalog_commits_total", prometheusLabel("outcome", kOutcomeNames[i]),
              static_cast<double>(commits_[i]));
   }
-  w.family("cairn_catalog_lake_ready", "gauge", "1 when the lake is ready, else 0");
-  for (const auto& lake : lakes) {
-    w.sample("cairn_catalog_lake_ready", prometheusLabel("lake", lake->id()),
-             lake->readiness().ready ? 1 : 0);
-  }
-  w.family("cairn_catalog_cache_bytes", "gauge", "bytes the lake's table cache holds (estimated)");
-  for (const auto& lake : lakes) {
-    w.sample("cairn_catalog_cache_bytes", prometheusLabel("lake", lake->id()),
-             static_cast<double>(lake->cachedBytes()));
-  }
-  w.family("cairn_catalog_cache_capacity_bytes", "gauge", "the bound of the lake's table cache");
-  for (const auto& lake : lakes) {
-    w.sample("cairn_catalog_cache_capacity_bytes", prometheusLabel("lake", lake->id()),
-             static_cast<double>(lake->cacheCapacity()));
-  }
-  w.family("cairn_catalog_cache_tables", "gauge", "table views the lake's cache holds");
-  for (const auto& lake : lakes) {
-    w.sample("cairn_catalog_cache_tables", prometheusLabel("lake", lake->id()),
-             static_cast<double>(lake->cachedTables()));
-  }
+  // One sample per lake of each gauge or counter below.
+  auto perLake = [&](std::string_view name, std::string_view type, std::string_view help,
+                     auto valueOf) {
+    w.family(name, type, help);
+    for (Lake* lake : lakes) {
+      w.sample(name, prometheusLabel("lake", lake->id()), static_cast<double>(valueOf(*lake)));
+    }
+  };
+  perLake("cairn_catalog_lake_ready", "gauge", "1 when the lake is ready, else 0",
+          [](Lake& l) { return l.readiness().ready ? 1 : 0; });
+  perLake("cairn_catalog_cache_bytes", "gauge", "bytes the lake's table cache holds (estimated)",
+          [](Lake& l) { return l.cachedBytes(); });
+  perLake("cairn_catalog_cache_capacity_bytes", "gauge", "the bound of the lake's table cache",
+          [](Lake& l) { return l.cacheCapacity(); });
+  perLake("cairn_catalog_cache_tables", "gauge", "table views the lake's cache holds",
+          [](Lake& l) { return l.cachedTables(); });
   w.family("cairn_catalog_cache_lookups_total", "counter",
            "table views looked up in the cache: hit (extended from it) or miss (read whole)");
-  for (const auto& lake : lakes) {
+  for (Lake* lake : lakes) {
     const std::string label = prometheusLabel("lake", lake->id());
     w.sample("cairn_catalog_cache_lookups_total", label + ",result=\"hit\"",
              static_cast<double>(lake->cacheHits()));
     w.sample("cairn_catalog_cache_lookups_total", label + ",result=\"miss\"",
              static_cast<double>(lake->cacheMisses()));
   }
-  // The stores: each lake's is a CountingStore when the server opened it (cairn serve).
+  // The stores: each lake's is a CountingStore when the server opened it (cairn serve); their
+  // statistics are taken once per scrape.
+  std::vector<std::pair<std::string, StoreStats>> stores;
+  for (Lake* lake : lakes) {
+    if (const auto* counting = dynamic_cast<const CountingStore*>(&lake->store())) {
+      stores.emplace_back(prometheusLabel("lake", lake->id()), counting->stats());
+    }
+  }
   w.family("cairn_store_operations_total", "counter",
            "object store operations by lake, kind and the outcome they ended in");
-  for (const auto& lake : lakes) {
-    const auto* counting = dynamic_cast<const CountingStore*>(&lake->store());
-    if (counting == nullptr) continue;
-    const StoreStats stats = counting->stats();
+  for (const auto& [label, stats] : stores) {
     for (std::size_t op = 0; op < kStoreOps; ++op) {
       for (std::size_t status = 0; status < kStoreStatuses; ++status) {
         w.sample("cairn_store_operations_total",
-                 prometheusLabel("lake", lake->id()) + "," +
-                     prometheusLabel("op", storeOpName(static_cast<StoreOp>(op))) + "," +
+                 label + "," + prometheusLabel("op", storeOpName(static_cast<StoreOp>(op))) + "," +
                      prometheusLabel("outcome", storeStatusName(static_cast<StoreStatus>(status))),
                  static_cast<double>(stats.operations[op][status]));
       }
     }
   }
   w.family("cairn_store_attempts_total", "counter", "HTTP attempts sent to the lake's store");
-  for (const auto& lake : lakes) {
-    const auto* counting = dynamic_cast<const CountingStore*>(&lake->store());
-    if (counting == nullptr) continue;
-    if (auto t = counting->transportStats()) {
-      w.sample("cairn_store_attempts_total", prometheusLabel("lake", lake->id()),
-               static_cast<double>(t->attempts));
+  for (const auto& [label, stats] : stores) {
+    if (stats.transport) {
+      w.sample("cairn_store_attempts_total", label, static_cast<double>(stats.transport->attempts));
     }
   }
   w.family("cairn_store_retries_total", "counter", "HTTP attempts that were retries");
-  for (const auto& lake : lakes) {
-    const auto* counting = dynamic_cast<const CountingStore*>(&lake->store());
-    if (counting == nullptr) continue;
-    if (auto t = counting->transportStats()) {
-      w.sample("cairn_store_retries_total", prometheusLabel("lake", lake->id()),
-               static_cast<double>(t->retries));
+  for (const auto& [label, stats] : stores) {
+    if (stats.transport) {
+      w.sample("cairn_store_retries_total", label, static_cast<double>(stats.transport->retries));
     }
   }
   return w.take();

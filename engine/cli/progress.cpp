@@ -229,12 +229,8 @@ struct CommandRun::State {
   // A metrics file that cannot be written is said, and does not change the command's outcome.
   void writeMetrics(std::optional<int> exitCode) {
     if (metricsFile.empty()) return;
-    const StoreCounters& c = *process().counters;
-    StoreStats stats;
-    stats.operations = c.operations;
-    stats.bytesWritten = c.bytesWritten;
-    stats.bytesRead = c.bytesRead;
     metricsWrittenAt = seconds();
+    const StoreStats stats{{*process().counters}, std::nullopt};
     auto written = writeMetricsFile(metricsFile,
                                     prometheusCommandText(name, stats, metricsWrittenAt, exitCode));
     if (!written) {

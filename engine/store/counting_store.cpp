@@ -40,12 +40,7 @@ std::uint64_t StoreStats::total() const {
 }
 
 StoreStats CountingStore::stats() const {
-  StoreStats s;
-  s.operations = counters_->operations;
-  s.bytesWritten = counters_->bytesWritten;
-  s.bytesRead = counters_->bytesRead;
-  s.transport = inner_->transportStats();
-  return s;
+  return StoreStats{{*counters_}, inner_->transportStats()};
 }
 
 std::optional<StoreOutcome> CountingStore::refused(StoreOp op) {

@@ -32,11 +32,8 @@ struct StoreCounters {
 // as that outcome). A refusal must be true of a request never sent: a failure, not uncertain.
 using StoreAdmission = std::function<std::optional<StoreOutcome>(StoreOp op)>;
 
-struct StoreStats {
-  // operations[op][status]: finished operations of each kind, by the StoreStatus they ended in.
-  std::array<std::array<std::uint64_t, kStoreStatuses>, kStoreOps> operations{};
-  std::uint64_t bytesWritten = 0;  // bodies of the writes that succeeded
-  std::uint64_t bytesRead = 0;     // bodies of the reads that succeeded
+// The counters, and what the transport did under them.
+struct StoreStats : StoreCounters {
   // What the transport did under them; absent for a store without one (the directory store).
   std::optional<StoreTransportStats> transport;
 

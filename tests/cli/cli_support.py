@@ -88,6 +88,15 @@ def chain_ok(store, ns, what):
     return entries
 
 
+def recovered_and_verified(store, ns, copy, what):
+    """`cairn recover` of namespace `ns` into `copy`, then `cairn verify --deep` of it."""
+    r = run("recover", copy, "--store", store, "--namespace", ns, "--json")
+    check(r.returncode == 0, f"{what}: the log rebuilds into a journal: {r.stderr!r}")
+    r = run("verify", copy, "--store", store, "--namespace", ns, "--deep", "--json")
+    check(r.returncode == 0 and js(r).get("ok") is True,
+          f"{what}: the log deep-verifies: {r.stdout[-400:]!r} {r.stderr[-400:]!r}")
+
+
 def test_stores(tmp):
     """[(label, store URL)]: a directory store under tmp, and RGW when configured."""
     stores = [("directory", os.path.join(tmp, "store"))]
@@ -252,6 +261,22 @@ def catalog_call(port, token, method, path, body=None, headers=None, lenient=Fal
         if lenient:
             return r.status, {}
         raise
+
+
+def snapshot_race_commit(location, sid, sequence, parent):
+    """A commit that adds snapshot `sid` (sequence number `sequence`) to a table at `location`
+    and makes it main's, requiring main to still be `parent` (None: no snapshot yet)."""
+    snapshot = {"snapshot-id": sid, "sequence-number": sequence,
+                "timestamp-ms": int(time.time() * 1000), "schema-id": 0,
+                "manifest-list": f"{location}/metadata/snap-{sid}.avro",
+                "summary": {"operation": "append"}}
+    if parent is not None:
+        snapshot["parent-snapshot-id"] = parent
+    return {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main",
+                              "snapshot-id": parent}],
+            "updates": [{"action": "add-snapshot", "snapshot": snapshot},
+                        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+                         "snapshot-id": sid}]}
 
 
 def catalog_stories(lake, story):

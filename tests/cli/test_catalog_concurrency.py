@@ -26,7 +26,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_support import CatalogServer, cairn, catalog_call, chain_ok, check, finish, js, run, test_stores  # noqa: E402
+from cli_support import (CatalogServer, catalog_call, chain_ok, check, finish, js,  # noqa: E402
+                         recovered_and_verified, run, snapshot_race_commit, test_stores)
 
 COMMITTERS = 16
 COMMITS_EACH = 4
@@ -123,17 +124,7 @@ def run_scenario(label, store, tmp, token, ports):
 
         def racer(i, parent=parent, sequence=sequence, rnd=rnd):
             sid = 1000 * (rnd + 1) + i
-            snapshot = {"snapshot-id": sid, "sequence-number": sequence + 1,
-                        "timestamp-ms": int(time.time() * 1000), "schema-id": 0,
-                        "manifest-list": f"{loaded['metadata']['location']}/metadata/snap-{sid}.avro",
-                        "summary": {"operation": "append"}}
-            if parent is not None:
-                snapshot["parent-snapshot-id"] = parent
-            body = {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main",
-                                      "snapshot-id": parent}],
-                    "updates": [{"action": "add-snapshot", "snapshot": snapshot},
-                                {"action": "set-snapshot-ref", "ref-name": "main",
-                                 "type": "branch", "snapshot-id": sid}]}
+            body = snapshot_race_commit(loaded["metadata"]["location"], sid, sequence + 1, parent)
             status, reply = commit_until_answered(ports[i % 2], token, table, body,
                                                   str(uuid.uuid4()))
             with lock:
@@ -160,12 +151,8 @@ def run_scenario(label, store, tmp, token, ports):
     entries = chain_ok(store, table_uuid, f"{label}: table log")
     head = entries[0]["revision"] if entries else 0
     check(head == 1 + commits, f"{label}: head revision {head} == 1 + {commits} commits")
-    copy = os.path.join(tmp, f"{label}-table")
-    r = run("recover", copy, "--store", store, "--namespace", table_uuid, "--json")
-    check(r.returncode == 0, f"{label}: the table log rebuilds into a journal: {r.stderr!r}")
-    r = run("verify", copy, "--store", store, "--namespace", table_uuid, "--deep", "--json")
-    check(r.returncode == 0 and js(r).get("ok") is True,
-          f"{label}: the table log deep-verifies: {r.stdout!r} {r.stderr!r}")
+    recovered_and_verified(store, table_uuid, os.path.join(tmp, f"{label}-table"),
+                           f"{label}: table log")
 
 
 class IgnoringS3(http.server.BaseHTTPRequestHandler):

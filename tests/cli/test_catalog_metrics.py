@@ -10,7 +10,7 @@ Usage: test_catalog_metrics.py /path/to/cairn
 """
 import http.client
 import threading
-import uuid
+import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -119,18 +119,27 @@ def story(label, store, config, server, token):
           f"{label}: cumulative buckets: {buckets}")
     check(value(samples, "cairn_catalog_request_seconds_sum", route=TABLE_ROUTE) > 0,
           f"{label}: latency summed")
-    # The request log and the counter agree, route by route.
-    logged = {}
-    for e in server.requests():
-        if e.get("route") != "/metrics":
-            key = (e.get("route"), e.get("status"))
-            logged[key] = logged.get(key, 0) + 1
+    # The request log and the counter agree, route by route. The log is read from the server's
+    # stderr by a thread of the test: its last lines may arrive after the scrape's answer.
+    def logged_now():
+        logged = {}
+        for e in server.requests():
+            if e.get("route") != "/metrics":
+                key = (e.get("route"), e.get("status"))
+                logged[key] = logged.get(key, 0) + 1
+        return logged
+
     counted = {}
     for (name, labels), v in samples.items():
         if name == "cairn_catalog_requests_total":
             d = dict(labels)
             key = (d["route"], int(d["status"]))
             counted[key] = counted.get(key, 0) + v
+    deadline = time.time() + 30
+    logged = logged_now()
+    while logged != counted and time.time() < deadline:
+        time.sleep(0.1)
+        logged = logged_now()
     check(logged == counted, f"{label}: the request log and the counters agree: "
                              f"{sorted(logged.items())} {sorted(counted.items())}")
     check(value(samples, "cairn_catalog_cache_tables", lake="prod") >= 1 and

@@ -38,6 +38,15 @@ POINTS = ["before-upload", "after-upload", "before-intent", "after-intent", "bef
           "after-put", "before-expected"]
 
 
+def wait_or_kill(p, seconds):
+    """Waits for `p` to exit; kills it after `seconds` (its exit code then says so)."""
+    try:
+        p.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 def json_lines(data):
     out = []
     for line in data.decode("utf-8", errors="replace").splitlines():
@@ -142,11 +151,7 @@ def sigint_during_ingest(tmp, store, label):
     p.send_signal(signal.SIGINT)
     # The input stays open (closing it would end it, and then its last line would be a
     # record, as at the end of any input).
-    try:
-        p.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    wait_or_kill(p, 120)
     out = p.stdout.read()
     p.stdin.close()
     reader.join(timeout=10)
@@ -182,11 +187,7 @@ def sigint_during_append(tmp):
         time.sleep(0.1)
     time.sleep(1)  # read from the pipe; now split and appended (50 small records)
     p.send_signal(signal.SIGINT)
-    try:
-        p.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    wait_or_kill(p, 60)
     out, err = p.stdout.read(), p.stderr.read()
     p.stdin.close()
     res = js(subprocess.CompletedProcess([], 0, out, b""))
@@ -221,11 +222,7 @@ def three_sigints(tmp):
         # The input stays open until it exited: an input that ends lets the reader thread
         # finish, and ThreadSanitizer reports a finished thread nobody joined when the third
         # signal's _exit comes after that (exit 66), a report about the exit, not a race.
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        wait_or_kill(p, 30)
         err = p.stderr.read()
         p.stdin.close()
         p.stdout.close()
