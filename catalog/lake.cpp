@@ -437,6 +437,25 @@ asio::awaitable<Res<Appended>> Lake::appendTable(const Uuid& uuid, const TableVi
   co_return appended;
 }
 
+namespace {
+constexpr std::size_t kIdleTurns = 1024;
+struct HeldTurn {
+  std::shared_ptr<InFlightLimit> limit;
+  InFlightLimit::Permit permit;  // released before `limit` goes
+};
+}  // namespace
+
+asio::awaitable<std::shared_ptr<void>> Lake::turn(const std::string& log) {
+  if (turns_.size() > kIdleTurns) {
+    std::erase_if(turns_, [](const auto& entry) { return entry.second.use_count() == 1; });
+  }
+  std::shared_ptr<InFlightLimit>& slot = turns_[log];
+  if (!slot) slot = std::make_shared<InFlightLimit>(1);
+  const std::shared_ptr<InFlightLimit> limit = slot;  // the map may change while we wait
+  InFlightLimit::Permit permit = co_await limit->acquire(1);
+  co_return std::make_shared<HeldTurn>(HeldTurn{limit, std::move(permit)});
+}
+
 asio::awaitable<StoreResult<StoredObject>> Lake::readObject(const std::string& key,
                                                             std::uint64_t maxBytes) {
   co_return co_await store_->get(key, maxBytes);

@@ -22,6 +22,7 @@
 #include "catalog/directory.hpp"
 #include "catalog/log.hpp"
 #include "catalog/table_metadata.hpp"
+#include "engine/runtime/budget.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store/store_url.hpp"
 
@@ -123,6 +124,13 @@ class Lake {
                                                     std::shared_ptr<const LoadedMetadata> loaded,
                                                     OperationBudget& budget);
 
+  // Waits for this process's turn to change the log named `log` (first come, first served) and
+  // holds it until the returned object is gone. Changes of one log racing each other at the
+  // store would all but one lose, read the head again and write again: under contention the
+  // store's work per accepted change grew with the number of racers (docs/catalog.md,
+  // "Commits"). Other processes still race, and the conditional PUT still decides.
+  boost::asio::awaitable<std::shared_ptr<void>> turn(const std::string& log);
+
   // Reads an object under the root, bounded (for register: a metadata file written by others).
   boost::asio::awaitable<StoreResult<StoredObject>> readObject(const std::string& key,
                                                                std::uint64_t maxBytes);
@@ -180,6 +188,8 @@ class Lake {
   std::uint64_t cacheMisses_ = 0;
   std::list<std::string> lru_;           // table UUIDs (text), least recently used first
   std::map<std::string, Entry> tables_;  // by table UUID (text)
+  // Turns (turn()), by log; idle ones are dropped once there are more than kIdleTurns.
+  std::map<std::string, std::shared_ptr<InFlightLimit>> turns_;
 };
 
 }  // namespace cairn::catalog

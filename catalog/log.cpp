@@ -1,6 +1,8 @@
 #include "catalog/log.hpp"
 
+#include <algorithm>
 #include <boost/asio/this_coro.hpp>
+#include <vector>
 
 #include "base/assert.hpp"
 
@@ -18,6 +20,9 @@ namespace cairn::catalog {
 namespace asio = boost::asio;
 
 namespace {
+
+// Segments a read fetches at once.
+constexpr std::size_t kSegmentWindow = 16;
 
 Failure<Error> corrupt(const std::string& key, const std::string& why) {
   return Failure<Error>{Error{Errc::corrupt, key + ": " + why, key}};
@@ -246,15 +251,33 @@ asio::awaitable<Res<LogRead>> readLog(ObjectStore& store, const LogIdentity& id,
   auto plan = co_await planRead(store, id, head, from, std::move(link), budget, out.requests);
   if (!plan) co_return failureOf(plan);
   if (plan->state == LogRead::State::rebuilt && reset) reset();
+  // The segments, kSegmentWindow at a time (a log's segments are small: one append each), fed
+  // to the sink in order; a read of a long log is then bounded by its chain of manifests.
   std::uint64_t length = plan->length;
-  for (const ManifestSegment& s : plan->segments) {
-    auto bytes = co_await fetchSegment(store, id.ns, id.lineage, s, budget);
-    ++out.requests;
-    if (!bytes) co_return failureOf(bytes);
-    ByteView body = ByteView(*bytes).subspan(limits::kSegmentHeaderBytes);
-    CAIRN_CO_TRY(feedFrames(body, s.firstSequence, sink));
-    plan->prefix.update(body);
-    length += body.size();
+  const std::vector<ManifestSegment>& segments = plan->segments;
+  for (std::size_t begin = 0; begin < segments.size(); begin += kSegmentWindow) {
+    const std::size_t end = std::min(segments.size(), begin + kSegmentWindow);
+    std::vector<Bytes> fetched(end - begin);
+    {
+      TaskGroup tasks(co_await asio::this_coro::executor);
+      for (std::size_t i = begin; i < end; ++i) {
+        tasks.start([&, i]() -> asio::awaitable<Res<void>> {
+          auto bytes = co_await fetchSegment(store, id.ns, id.lineage, segments[i], budget);
+          if (!bytes) co_return failureOf(bytes);
+          fetched[i - begin] = std::move(*bytes);
+          co_return Res<void>{};
+        });
+      }
+      auto all = co_await tasks.wait();
+      out.requests += end - begin;
+      if (!all) co_return failureOf(all);
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      ByteView body = ByteView(fetched[i - begin]).subspan(limits::kSegmentHeaderBytes);
+      CAIRN_CO_TRY(feedFrames(body, segments[i].firstSequence, sink));
+      plan->prefix.update(body);
+      length += body.size();
+    }
   }
   if (length != f.prefixLength || plan->prefix.finish() != f.prefixSha256) {
     co_return corrupt(keys::manifest(id.ns, f.manifestSha256),

@@ -81,6 +81,8 @@ using Build = std::function<Outcome<LakeChange>(const LakeDirectory&)>;
 // Idempotency-Key made.
 asio::awaitable<Outcome<LakeRecord>> changeLake(Request& r, const std::string& what,
                                                 const Build& build) {
+  const std::string log = "lake";
+  const std::shared_ptr<void> turn = co_await r.lake.turn(log);
   for (std::uint64_t attempt = 0;; ++attempt) {
     auto view = co_await r.lake.directory(r.budget);
     if (!view) co_return rereadFailed(what, attempt, view.error());
@@ -700,6 +702,10 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
   }
   if (*create) co_return co_await createByCommit(r, t, commit);
   const std::string what = "commit to " + displayName(t) + (r.branch ? " on " + *r.branch : "");
+  // One commit to a table at a time in this process (a fork's lake change takes the lake's turn
+  // after this one; nothing takes them the other way round).
+  const std::string log = "table " + displayName(t) + (r.branch ? "~" + *r.branch : "");
+  const std::shared_ptr<void> turn = co_await r.lake.turn(log);
   for (std::uint64_t attempt = 0;; ++attempt) {
     auto view = co_await r.lake.directory(r.budget);
     if (!view) co_return rereadFailed(what, attempt, view.error());

@@ -59,6 +59,7 @@
 #include "io/file.hpp"
 #include "io/uring.hpp"
 #include "net/s3_client.hpp"
+#include "perf/s3_env.hpp"
 
 namespace {
 
@@ -70,11 +71,6 @@ using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kMaxObjectBytes = std::uint64_t{5} << 30;  // S3's single-PUT limit
 constexpr unsigned kMaxObjects = 100'000;
 constexpr unsigned kMaxConcurrency = 1024;
-
-std::string envOr(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
-  return (v != nullptr && *v != '\0') ? std::string(v) : std::move(fallback);
-}
 
 // "8MiB", "512KiB", "1GiB", "1000" (bytes), "4k"; 0 on error.
 std::uint64_t parseSize(const std::string& text) {
@@ -366,17 +362,9 @@ int main(int argc, char** argv) {
   // Room for one body per coroutine (2 MiB of rounding each).
   run.buffers = BufferPool(opt.concurrency * (run.objectBytes + (std::uint64_t{2} << 20)));
 
-  net::S3Config config;
-  config.endpoint = envOr("S3_ENDPOINT", "");
-  config.region = envOr("S3_REGION", "us-east-1");
-  config.bucket = envOr("S3_BUCKET", "");
-  config.accessKey = envOr("S3_ACCESS_KEY", "");
-  config.secretKey = envOr("S3_SECRET_KEY", "");
-  config.sessionToken = envOr("S3_SESSION_TOKEN", "");
-  config.caFile = envOr("AWS_CA_BUNDLE", "");
+  net::S3Config config = perf::s3ConfigFromEnv("aws");
   config.maxConnections = opt.concurrency;
   config.requestTimeout = std::chrono::milliseconds(300'000);
-  config.dialect = envOr("S3_DIALECT", "aws") == "rgw" ? net::S3Dialect::rgw : net::S3Dialect::aws;
   if (config.endpoint.empty() || config.bucket.empty()) {
     std::fprintf(stderr, "s3_bench: set S3_ENDPOINT, S3_BUCKET, S3_ACCESS_KEY, S3_SECRET_KEY\n");
     return 2;

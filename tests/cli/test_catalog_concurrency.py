@@ -19,6 +19,7 @@ import http.client
 import http.server
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -68,6 +69,16 @@ def scenario(label, store, tmp):
         check(not errors, f"{label}: no 5xx but 503 in the request logs: {errors[:3]}")
 
 
+def rebased(port):
+    """The server's count of commits applied again after losing a race (GET /metrics)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    m = re.search(r'^cairn_catalog_commits_total\{outcome="rebased"\} (\S+)$', text, re.M)
+    return float(m.group(1)) if m else -1
+
+
 def run_scenario(label, store, tmp, token, ports):
     base = "/v1/prod/namespaces/load"
     table = base + "/tables/t"
@@ -115,6 +126,32 @@ def run_scenario(label, store, tmp, token, ports):
     missing = [p for p in accepted if outcomes[p][2] not in logged]
     check(not missing, f"{label}: every accepted commit is in the metadata log: {missing[:3]}")
     commits = len(accepted)
+
+    # 1b. The same through one process: its commits to one table take turns, so none loses a
+    # race to another of its own (no rebase, no 503) and each is sent to the store once.
+    rebased_before = rebased(ports[0])
+    answers = []
+
+    def one_process(i):
+        for n in range(COMMITS_EACH):
+            body = {"requirements": [], "updates": [
+                {"action": "set-properties", "updates": {f"turn{i:02d}": str(n)}}]}
+            status, _ = call(ports[0], token, "POST", table, body, str(uuid.uuid4()))
+            with lock:
+                answers.append(status)
+
+    threads = [threading.Thread(target=one_process, args=(i,)) for i in range(COMMITTERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(answers == [200] * (COMMITTERS * COMMITS_EACH),
+          f"{label}: one process, 16 committers: every commit 200 at once, got "
+          f"{sorted(set(answers))}")
+    check(rebased(ports[0]) == rebased_before,
+          f"{label}: one process's commits to one table never rebase on each other "
+          f"({rebased(ports[0]) - rebased_before} did)")
+    commits += answers.count(200)
 
     # 2. Commits that require the same parent snapshot: exactly one wins each round.
     parent = None

@@ -143,11 +143,18 @@ class Ledger:
         self.acked = {}  # (table, committer) -> the newest index acknowledged
         self.loads = {}
         self.stale = []
-        self.rebased_seen = 0
+        self.started = time.monotonic()
+        self.minutes = {}  # minute -> {answer: count}: how the run went over time
+        self.reasons = {}  # the 5xx answers' messages (their first words), counted
 
-    def answer(self, key, status):
+    def answer(self, key, status, reply):
         with self.lock:
             self.commits[key]["answers"].append(status)
+            minute = self.minutes.setdefault(int((time.monotonic() - self.started) // 60), {})
+            minute[str(status)] = minute.get(str(status), 0) + 1
+            if status is not None and status >= 500:
+                words = " ".join(str(reply.get("error", {}).get("message", reply)).split()[:8])
+                self.reasons[words] = self.reasons.get(words, 0) + 1
 
     def load(self, status):
         with self.lock:
@@ -166,7 +173,7 @@ def send_commit(servers, token, ledger, table, key, body, kind):
         timeout = random.choice([CLIENT_TIMEOUT, 60])
         status, reply = request(port, token, "POST", f"{PREFIX}/tables/{table}", body, key,
                                 timeout)
-        ledger.answer(key, status)
+        ledger.answer(key, status, reply)
         if status in (200, 409) or (status is not None and 400 <= status < 500):
             return status, reply
         time.sleep(0.05 * (attempt + 1))
@@ -362,6 +369,9 @@ def soak(store, proxy_path, tmp):
           f"answers to all attempts {seen}, "
           f"loads {ledger.loads}, servers killed {servers.kills}, faults {faults}, "
           f"commit outcomes on the servers running at the end {by_outcome}")
+    print(f"soak: answers by minute {ledger.minutes}")
+    print("soak: the commonest 5xx messages: " + "; ".join(
+        f"{n} x {m}" for m, n in sorted(ledger.reasons.items(), key=lambda x: -x[1])[:6]))
     check(counts.get("200", 0) > 0, "some commits were acknowledged")
     check(counts.get("409", 0) > 0, "some racers lost (proven conflicts)")
     check(servers.kills >= 1, f"a server was killed and restarted ({servers.kills})")
