@@ -8,7 +8,8 @@
 //               --metadata-bytes, a segment of --segment-bytes, a manifest of --manifest-bytes,
 //               a 256-byte head copy; new keys each time), then the conditional PUT (If-Match)
 //               of the table head. Workers have a table head each (independent tables).
-//   raw-load    what a load needs: the two head GETs, one after the other.
+//   raw-load    what a load needs: the two head GETs, one after the other (--one-table: all
+//               workers read the same table head, as loads of one table do).
 //   commit      table commits through `cairn serve` (--endpoints: worker w always uses the
 //               (w mod count)th, as a client with its own connection does): a
 //               set-properties of the worker's own key, no requirement, on table
@@ -70,6 +71,7 @@ struct Options {
   std::vector<std::string> endpoints;  // host:port
   std::string token;
   std::vector<std::string> tables;  // request paths: /v1/LAKE/namespaces/NS/tables/T
+  bool oneTable = false;            // raw: every worker uses worker 0's table head
 };
 
 struct Results {
@@ -131,7 +133,8 @@ asio::awaitable<bool> put(Raw& raw, const std::string& key, const Bytes& body,
 asio::awaitable<void> rawWorker(Raw& raw, unsigned w) {
   const std::string base = raw.opt->prefix + "/w" + std::to_string(w) + "/";
   const std::string lakeHead = raw.opt->prefix + "/lake.head";
-  const std::string tableHead = base + "table.head";
+  const std::string tableHead =
+      (raw.opt->oneTable ? raw.opt->prefix + "/w0/" : base) + "table.head";
   const net::PutOptions plain;
   if (!co_await put(raw, tableHead, raw.head, plain)) co_return;
   const bool commit = raw.opt->mode == "raw-commit";
@@ -274,6 +277,8 @@ int main(int argc, char** argv) {
   app.add_option("--endpoints", endpoints, "catalog: HOST:PORT[,HOST:PORT...]");
   app.add_option("--token", opt.token, "catalog: bearer token");
   app.add_option("--tables", tables, "catalog: table paths, comma-separated");
+  app.add_flag("--one-table", opt.oneTable,
+               "raw-load: every worker reads the same table head (as loads of one table do)");
   CLI11_PARSE(app, argc, argv);
   opt.endpoints = splitCommas(endpoints);
   opt.tables = splitCommas(tables);

@@ -14,7 +14,8 @@ with cairn_catalog_bench (C++, one keep-alive connection per worker):
           committers, on independent tables (one per committer) and on one shared table (the
           rebases and 503s counted from the servers' /metrics);
   load    warm loads (each table loaded once before the clock starts) of 1 and of 1,000 tables
-          at 16 readers through 1 and 2 processes; cold loads: a fresh process's first load of
+          at 16 readers through 1 and 2 processes (the one table against the raw pattern with
+          one table head for all workers, as its loads read); cold loads: a fresh process's first load of
           each of the 1,000 tables (16 at once), and of the one table (the median of 5 fresh
           processes).
 
@@ -288,13 +289,18 @@ def measure(args, store, tmp):
         raw = bench.run("raw load pattern (2 head GETs), 16 workers", "raw-load", 16,
                         extra=["--prefix", f"catalog-bench-{uuid.uuid4()}"])
         line(raw)
-        for label, tables in (("1 table", shared), (f"{len(many)} tables", many)):
+        one_head = bench.run("raw load pattern, one table head for all, 16 workers", "raw-load",
+                             16, extra=["--prefix", f"catalog-bench-{uuid.uuid4()}",
+                                        "--one-table"])
+        line(one_head)
+        for label, tables, base in (("1 table", shared, one_head),
+                                    (f"{len(many)} tables", many, raw)):
             for s in two:  # warm both processes' caches
                 for t in tables:
                     call(s.port, token, "GET", t)
             for plabel, servers in (("1 process", one), ("2 processes", two)):
                 out = bench.run(f"warm loads, {label}, {plabel}", "load", 16, servers, tables)
-                line(out, raw)
+                line(out, base)
         rate, p50, p99 = cold_loads(args, config, token, many)
         print(f"{'cold loads, ' + str(len(many)) + ' tables, fresh process':<44} {rate:>8.1f}/s"
               f"  p50 {p50:>7.1f} ms  p99 {p99:>7.1f} ms  {rate / raw['per_second']:>5.2f}x raw")
