@@ -110,10 +110,10 @@ std::string prometheusText(const DatabaseStats& stats) {
             static_cast<double>(j.appends));
   w.counter("cairn_journal_bytes_total", "bytes written for acknowledged records (their frames)",
             static_cast<double>(j.bytes));
-  w.counter("cairn_journal_syncs_total", "group-commit batches: one write and one fdatasync each",
+  w.counter("cairn_journal_syncs_total", "group-commit batches: one O_DSYNC write each",
             static_cast<double>(j.syncs));
-  w.counter("cairn_journal_sync_seconds_total",
-            "time from each batch's write to its fdatasync's end", j.syncSeconds);
+  w.counter("cairn_journal_sync_seconds_total", "time from each batch's durable write to its end",
+            j.syncSeconds);
   w.gauge("cairn_journal_largest_batch_records", "records in the largest batch",
           static_cast<double>(j.largestBatch));
   w.family("cairn_journal_batch_records", "histogram", "records per group-commit batch");

@@ -2,6 +2,7 @@
 
 #include <liburing.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,7 +35,7 @@ constexpr std::uint64_t kMaxOffset = std::numeric_limits<std::int64_t>::max();
   std::abort();
 }
 
-enum class OpKind : std::uint8_t { read, write, fsync, fdatasync };
+enum class OpKind : std::uint8_t { read, write, writeDsync, fsync, fdatasync };
 
 struct OpRequest {
   OpKind kind;
@@ -210,6 +211,10 @@ void Uring::Impl::prepare(Op* op) {
       break;
     case OpKind::write:
       io_uring_prep_write(sqe, r.fd, r.data, r.length, r.offset);
+      break;
+    case OpKind::writeDsync:
+      io_uring_prep_write(sqe, r.fd, r.data, r.length, r.offset);
+      sqe->rw_flags = RWF_DSYNC;
       break;
     case OpKind::fsync:
       io_uring_prep_fsync(sqe, r.fd, 0);
@@ -431,6 +436,31 @@ boost::asio::awaitable<IoResult<void>> Uring::write(int fd, std::span<const std:
         static_cast<std::uint32_t>(std::min(bytes.size() - done, kMaxBytesPerOperation));
     auto* source = const_cast<std::uint8_t*>(bytes.data() + done);  // the kernel only reads it
     const int res = co_await impl_->perform({OpKind::write, fd, source, length, offset + done});
+    if (res < 0) co_return fail(errnoCode(-res));
+    if (res == 0) co_return fail(errnoCode(EIO));  // no progress on a non-empty write
+    assert(static_cast<std::uint32_t>(res) <= length);
+    done += static_cast<std::size_t>(res);
+  }
+  co_return IoResult<void>{};
+}
+
+boost::asio::awaitable<IoResult<void>> Uring::writeDurable(int fd,
+                                                           std::span<const std::uint8_t> bytes,
+                                                           std::uint64_t offset) {
+  std::size_t done = 0;
+  // Bounded: every pass writes (and makes durable) at least one byte, or fails.
+  while (done < bytes.size()) {
+    const auto length =
+        static_cast<std::uint32_t>(std::min(bytes.size() - done, kMaxBytesPerOperation));
+    auto* source = const_cast<std::uint8_t*>(bytes.data() + done);  // the kernel only reads it
+    const int res =
+        co_await impl_->perform({OpKind::writeDsync, fd, source, length, offset + done});
+    if (res == -EOPNOTSUPP && done == 0) {
+      // A kernel that refuses the flag wrote nothing: the two operations instead.
+      auto wrote = co_await write(fd, bytes, offset);
+      if (!wrote) co_return wrote;
+      co_return co_await fdatasync(fd);
+    }
     if (res < 0) co_return fail(errnoCode(-res));
     if (res == 0) co_return fail(errnoCode(EIO));  // no progress on a non-empty write
     assert(static_cast<std::uint32_t>(res) <= length);

@@ -100,6 +100,12 @@ class Uring {
   // Writes all of bytes at offset, continuing after short writes.
   boost::asio::awaitable<IoResult<void>> write(int fd, std::span<const std::uint8_t> bytes,
                                                std::uint64_t offset);
+  // write() with every operation O_DSYNC (RWF_DSYNC): the bytes, and what is needed to read
+  // them back (the file's size), are durable when it returns, as after write() and
+  // fdatasync(), in one operation instead of two. Bytes written earlier and not yet synced are
+  // not covered.
+  boost::asio::awaitable<IoResult<void>> writeDurable(int fd, std::span<const std::uint8_t> bytes,
+                                                      std::uint64_t offset);
   boost::asio::awaitable<IoResult<void>> fdatasync(int fd);
   boost::asio::awaitable<IoResult<void>> fsync(int fd);
 

@@ -7,7 +7,8 @@
 //           and a warm page cache, and (unless --no-experiments) the reading alone and the
 //           previous prefix(): readRange() hashing each chunk on the loop thread itself.
 //   syncs   one durable write at a time, blocking pwrite + fdatasync against io_uring write +
-//           fdatasync, alternating: the cost of a sync by itself (a diagnostic).
+//           fdatasync and io_uring write with RWF_DSYNC, alternating: the cost of a sync by
+//           itself (a diagnostic).
 //
 // perf/run_journal.sh runs both beside their peers (RocksDB db_bench, fio, openssl speed);
 // docs/performance.md explains the numbers.
@@ -320,6 +321,11 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
       .count("batches", batches)
       .number("syncs_per_s", double(batches) / elapsed)
       .number("records_per_sync", batches ? appends / double(batches) : 0)
+      // The share of the time a batch's write + fdatasync was outstanding: what is left is
+      // the loop's own work between two batches (the disk idle).
+      .number("sync_busy", journal->stats().syncSeconds / elapsed)
+      .number("write_sync_mean_us",
+              batches ? journal->stats().syncSeconds / double(batches) * 1e6 : 0)
       .number("latency_mean_us", run.latency.meanMicros())
       .number("latency_p50_us", run.latency.quantileMicros(0.50))
       .number("latency_p99_us", run.latency.quantileMicros(0.99))
@@ -339,7 +345,7 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
 // makes them durable, one at a time, by two methods that alternate in slices of kSyncSlice so
 // both see the same disk (whose sync latency drifts): blocking pwrite + fdatasync on the loop
 // thread (what fio and RocksDB do), and io_uring write then io_uring fdatasync (what the
-// journal does).
+// journal did before 2026-12-05), and one io_uring write with RWF_DSYNC (what it does now).
 
 struct SyncConfig {
   fs::path dir;
@@ -396,18 +402,21 @@ asio::awaitable<int> runSyncs(io::Uring& uring, const SyncConfig& c) {
   if (!failure && ::fsync(fd) != 0) failure = std::string("fsync: ") + std::strerror(errno);
   const Bytes block = pseudoRandomBytes(c.bytes, 5);
   std::uint64_t offset = 0;
-  SyncMethodStats blocking, uringStats;
+  SyncMethodStats blocking, uringStats, dsyncStats;
   const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(c.seconds));
-  for (bool useUring = false; Clock::now() < end && !failure; useUring = !useUring) {
-    SyncMethodStats& stats = useUring ? uringStats : blocking;
+  for (unsigned method = 0; Clock::now() < end && !failure; method = (method + 1) % 3) {
+    SyncMethodStats& stats = method == 0 ? blocking : method == 1 ? uringStats : dsyncStats;
     const auto sliceStart = Clock::now();
     const auto cpuBefore = CpuTimes::now();
     while (Clock::now() - sliceStart < kSyncSlice && !failure) {
       const auto t0 = Clock::now();
-      if (useUring) {
+      if (method == 1) {
         auto w = co_await uring.write(fd, block, offset);
         if (w) w = co_await uring.fdatasync(fd);
+        if (!w) failure = w.error().message();
+      } else if (method == 2) {
+        auto w = co_await uring.writeDurable(fd, block, offset);
         if (!w) failure = w.error().message();
       } else if (::pwrite(fd, block.data(), block.size(), static_cast<off_t>(offset)) !=
                      static_cast<ssize_t>(block.size()) ||
@@ -431,7 +440,8 @@ asio::awaitable<int> runSyncs(io::Uring& uring, const SyncConfig& c) {
       .count("bytes", c.bytes)
       .text("prealloc", c.prealloc)
       .object("blocking_pwrite_fdatasync", blocking.json("blocking"))
-      .object("uring_write_then_fdatasync", uringStats.json("uring"));
+      .object("uring_write_then_fdatasync", uringStats.json("uring"))
+      .object("uring_write_dsync", dsyncStats.json("uring_dsync"));
   std::printf("%s\n", out.str().c_str());
   co_return 0;
 }

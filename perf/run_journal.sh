@@ -150,6 +150,15 @@ for size in "${VALUE_SIZES[@]}"; do
       echo "$(load)" > "$RAW/cairn-$tag-r$r.json.load"
       bounded "$BENCH" append --dir "$WORK" --value-size "$size" --appenders "$k" \
         --seconds "$SECONDS_PER_RUN" > "$RAW/cairn-$tag-r$r.json"
+      if [[ $size == 256 && $k == 256 ]]; then
+        # The disk's fdatasync rate at the bytes cairn wrote per fdatasync in that run (a
+        # larger write costs more than fio's 4 KiB one): group commit's physical limit.
+        batch=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(max(4096, int(d["journal_mb_per_s"] * 1e6 / d["syncs_per_s"])))' \
+          "$RAW/cairn-$tag-r$r.json")
+        log "fio: fdatasync rate at $batch bytes per write (run $r/$REPEATS)"
+        fio_job "sync-batch-r$r" --rw=write --bs="$batch" --fdatasync=1 --fallocate=none --size=8g \
+          --runtime="$FIO_SECONDS" --time_based
+      fi
       log "db_bench fillseq --sync=1: value $size B, $k threads, --num=$per_thread (run $r/$REPEATS)"
       db_bench_run "$size" "$k" "$per_thread" "$RAW/db-$tag-r$r.txt"
     done
@@ -257,6 +266,24 @@ for size in (256, 4096):
         row["cairn_appends_per_fio_sync"] = row["cairn"]["appends_per_s"] / sync_rate
         appends.append(row)
 
+# Group commit against the disk: cairn's fdatasync rate at 256 appenders of 256-byte records
+# against fio's at the same bytes per fdatasync, each pair measured back to back.
+gc_runs = []
+for r in range(1, repeats + 1):
+    c = json.loads(text(f"cairn-v256-k256-r{r}.json"))
+    f = fio(f"sync-batch-r{r}")
+    gc_runs.append({"bytes_per_sync": c["journal_mb_per_s"] * 1e6 / c["syncs_per_s"],
+                    "cairn_syncs_per_s": c["syncs_per_s"], "fio_syncs_per_s": f["iops"],
+                    "sync_busy": c.get("sync_busy"), "write_sync_mean_us": c.get("write_sync_mean_us"),
+                    "fio_sync_p50_us": f.get("sync_p50_us"),
+                    "ratio": c["syncs_per_s"] / f["iops"],
+                    # The issue's first formulation: appends/s over (fio's 4 KiB fdatasync/s x
+                    # records per sync), as if a 72 KiB write synced as fast as a 4 KiB one.
+                    "ratio_over_4k_rate": c["appends_per_s"] / (sync_rate * c["records_per_sync"])})
+group_commit = {"value_size": 256, "appenders": 256,
+                **{key: median([g[key] for g in gc_runs]) for key in gc_runs[0]},
+                "runs": gc_runs}
+
 prefix = json.loads(text("cairn-prefix.json"))
 def pass_run(name, cache):
     return next((r for r in prefix["runs"] if r["pass"] == name and r["cache"] == cache), None)
@@ -281,6 +308,7 @@ prefix_summary = {
     "ceiling_mb_per_s": ceiling,
     # The issue's target: cold prefix >= 85% of min(disk read, SHA-256 on one core).
     "ratio_cold": cold["mb_per_s"] / ceiling,
+    "ratio_warm": warm["mb_per_s"] / ceiling,
     "ratio_warm_over_sha256": warm["mb_per_s"] / sha_mb,
     # The same against the in-process SHA-256 probe, which suffers the same CPU contention.
     "ratio_cold_vs_contended_sha256": cold["mb_per_s"] / min(disk_mb, probe["mb_per_s"]),
@@ -296,7 +324,8 @@ if loop_cold and loop_warm:
     prefix_summary["digests_agree"] = len({r["sha256"] for r in prefix["runs"] if r["sha256"]}) == 1
 
 commands = text("commands.txt").splitlines()
-result = {"env": env, "commands": commands, "fio": fio_results, "append": appends, "prefix": prefix_summary}
+result = {"env": env, "commands": commands, "fio": fio_results, "append": appends,
+          "group_commit": group_commit, "prefix": prefix_summary}
 with open(out, "w") as f:
     json.dump(result, f, indent=2)
 
@@ -326,6 +355,13 @@ for r in appends:
           f"{fmt(d['latency_p50_us'], '.1f', 1e3):>7} {fmt(d['latency_p99_us'], '.1f', 1e3):>7} | "
           f"{fmt(r.get('ratio_cairn_over_db_bench'), '.2f'):>8} {per_run:>18} | "
           f"{r['cairn_appends_per_fio_sync']:>12.1f}")
+g = group_commit
+per_run = " ".join(f"{x['ratio']:.2f}" for x in gc_runs)
+print(f"\ngroup commit, 256 B x 256 appenders: {g['cairn_syncs_per_s']:.0f} fdatasync/s of "
+      f"{g['bytes_per_sync'] / 1024:.0f} KiB against fio's {g['fio_syncs_per_s']:.0f} at the same size: "
+      f"{g['ratio']:.0%} (per run {per_run}; target >= 80%); "
+      f"the disk busy {g['sync_busy'] or 0:.0%} of the time, {g['write_sync_mean_us'] or 0:.0f} us per write + fdatasync; "
+      f"over fio's 4 KiB rate x records per sync: {g['ratio_over_4k_rate']:.0%}")
 print()
 def line(label, run):
     if run is None: return
@@ -342,8 +378,8 @@ print(f"  {'fio read O_DIRECT (1 MiB, QD4)':<34} {read_direct['mb_per_s']:>7.0f}
 print(f"  {'fio read buffered, cold':<34} {read_buffered['mb_per_s']:>7.0f} MB/s")
 print(f"  {'openssl speed sha256 (CPU time)':<34} {sha_mb:>7.0f} MB/s")
 print(f"  {'in-process sha256 (wall)':<34} {probe['mb_per_s']:>7.0f} MB/s  ({probe['mb_per_cpu_s']:.0f} MB per CPU s)")
-print(f"  ratio cold: cairn / min(disk {disk_mb:.0f}, sha256 {sha_mb:.0f}) = {prefix_summary['ratio_cold']:.0%} (target >= 85%)")
-print(f"  ratio warm: cairn / sha256 = {prefix_summary['ratio_warm_over_sha256']:.0%}; "
+print(f"  ratio cold: cairn / min(disk {disk_mb:.0f}, sha256 {sha_mb:.0f}) = {prefix_summary['ratio_cold']:.0%} (target >= 90%)")
+print(f"  ratio warm: cairn / min(disk, sha256) = {prefix_summary['ratio_warm']:.0%}; cairn / sha256 = {prefix_summary['ratio_warm_over_sha256']:.0%}; "
       f"against the contended in-process sha256: cold {prefix_summary['ratio_cold_vs_contended_sha256']:.0%}")
 print(f"  CPU efficiency (bytes per CPU s vs openssl): cold {prefix_summary['cpu_efficiency_cold']:.0%}, "
       f"warm {prefix_summary['cpu_efficiency_warm']:.0%}")

@@ -38,7 +38,7 @@ inline std::uint64_t frameLength(std::uint64_t payloadLength) {
   return limits::kFrameOverheadBytes + payloadLength;
 }
 
-// The largest group-commit batch (one write, one fdatasync): JournalOptions::maxBatchBytes is
+// The largest group-commit batch (one O_DSYNC write): JournalOptions::maxBatchBytes is
 // at most this. A batch is larger only when it is one frame alone.
 inline constexpr std::uint64_t kMaxBatchBytes = std::uint64_t{4} << 20;
 // The granularity of what a crash can lose inside a written range: a sector (and a page is a

@@ -40,6 +40,12 @@ struct Batch {
   std::vector<std::uint64_t> ends;  // end of each frame, relative to the batch's start
   std::vector<Completion<Res<std::uint64_t>>*> waiters;
   bool empty() const { return ends.empty(); }
+  // Empties the batch, keeping what its vectors hold allocated.
+  void clear() {
+    bytes.clear();
+    ends.clear();
+    waiters.clear();
+  }
 };
 
 // Names tried for a torn tail's file (journal.torn-OFFSET-SECONDS[-N]).
@@ -130,6 +136,10 @@ struct Journal::Impl {
   // (tmpfs); reads are then buffered.
   io::File direct;
   Batch pending;
+  // The batch written last, emptied: the next pending batch takes its buffers, so appends fill
+  // memory already allocated (a fresh vector grown to 72 KiB per batch cost a page fault per
+  // page and a copy per doubling on the loop thread, between two syncs).
+  Batch spare;
   std::uint64_t nextSequence = 1;  // sequence the next append gets
   bool scanned = false;            // open() scanned the frames: the records are known
   std::size_t waiting = 0;         // appenders suspended in append()
@@ -607,14 +617,29 @@ struct Journal::HashFeed {
   Signal wake;                    // a read completed or a chunk was hashed
 
   // The hasher, on the CPU pool: every chunk ready, in order, then it returns (the loop starts
-  // it again when the next chunk is handed over).
+  // it again when the next chunk is handed over). Hashed buffers go back to the loop half the
+  // depth at a time, or all when it runs out of chunks: each return wakes the loop thread
+  // (2 GiB in 1 MiB chunks is 2,048 wake-ups one at a time), and the other half of the
+  // buffers keeps it busy while the loop reads into the returned ones.
   static void hashReady(const std::shared_ptr<HashFeed>& feed, const asio::any_io_executor& loop) {
+    const std::size_t returnEvery = std::max<std::size_t>(1, feed->slots.size() / 2);
+    std::vector<ReadSlot*> done;
+    done.reserve(feed->slots.size());
+    auto giveBack = [&] {
+      asio::post(loop, [feed, slots = std::exchange(done, {})] {
+        feed->hashed.insert(feed->hashed.end(), slots.begin(), slots.end());
+        feed->wake.notify();
+      });
+    };
     for (;;) {
       ReadSlot* slot;
       bool skip;
       {
         std::lock_guard lock(feed->mutex);
         if (feed->ready.empty()) {
+          // Given back under the lock, before the loop can start another hasher: the loop
+          // reads chunk k + depth into chunk k's buffer, so buffers come back in order.
+          if (!done.empty()) giveBack();
           feed->hashing = false;
           return;
         }
@@ -630,10 +655,11 @@ struct Journal::HashFeed {
           feed->failure = std::current_exception();
         }
       }
-      asio::post(loop, [feed, slot] {
-        feed->hashed.push_back(slot);
-        feed->wake.notify();
-      });
+      done.push_back(slot);
+      if (done.size() >= returnEvery) {
+        giveBack();
+        done.reserve(feed->slots.size());
+      }
     }
   }
 
@@ -867,25 +893,25 @@ void Journal::noteBatch(std::uint64_t records, std::uint64_t bytes, double secon
 }
 
 // The group-commit writer: while frames are pending, take them all as one batch, write it
-// with one pwrite and make it durable with one fdatasync, then acknowledge every appender in
-// it. Appends that arrive meanwhile form the next batch. At most one batch is unsynced.
+// and make it durable with one O_DSYNC write (RWF_DSYNC: one io_uring operation, where a
+// write and an fdatasync took two and cost 4-10 % of the disk's sync rate,
+// docs/performance.md §3), then acknowledge every appender in it. Appends that arrive
+// meanwhile form the next batch. At most one batch is unsynced.
 asio::awaitable<void> Journal::writeBatches() {
   Impl& s = *impl_;
   while (!s.pending.empty() && !s.failed) {
-    Batch batch = std::move(s.pending);
-    s.pending = Batch{};
+    Batch batch = std::exchange(s.pending, std::exchange(s.spare, Batch{}));
     s.admitWaiters(options_.maxBatchBytes);
 
     std::uint64_t at = endOffset();
     const auto started = std::chrono::steady_clock::now();
-    auto wrote = co_await uring_.write(s.file.fd(), batch.bytes, at);
-    io::IoResult<void> synced = wrote;
-    if (wrote) synced = co_await uring_.fdatasync(s.file.fd());
+    auto synced = co_await uring_.writeDurable(s.file.fd(), batch.bytes, at);
     if (!synced) {
-      // fsync failure leaves the page cache's state unknown: never retry, never acknowledge.
+      // A failed durable write leaves the page cache's state unknown (as a failed fsync
+      // does): never retry, never acknowledge.
       s.failed =
-          Error{Errc::io, "journal write or fdatasync failed at offset " + std::to_string(at) +
-                              ": " + synced.error().message() + "; reopen the journal to recover"};
+          Error{Errc::io, "journal durable write failed at offset " + std::to_string(at) + ": " +
+                              synced.error().message() + "; reopen the journal to recover"};
       for (auto* w : batch.waiters) w->complete(Failure<Error>{*s.failed});
       break;
     }
@@ -894,6 +920,8 @@ asio::awaitable<void> Journal::writeBatches() {
     noteBatch(batch.ends.size(), batch.bytes.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     for (std::size_t i = 0; i < batch.waiters.size(); ++i) batch.waiters[i]->complete(first + i);
+    batch.clear();
+    s.spare = std::move(batch);
     // Let the appenders just acknowledged run (their resumptions are queued behind us) before
     // cutting the next batch: an appender in a loop appends again and joins that batch, so a
     // sync carries every waiting appender rather than alternating halves (measured: K/2

@@ -1,6 +1,6 @@
 // The durable journal (docs/design.md §4, docs/journal.md): one append-only file per database
-// directory, group-committed appends acknowledged only after fdatasync, torn-tail recovery on
-// open, and a byte-capped prefix reader that overlaps io_uring reads with SHA-256.
+// directory, group-committed appends acknowledged only once durable (O_DSYNC writes), torn-tail
+// recovery on open, and a byte-capped prefix reader that overlaps io_uring reads with SHA-256.
 #pragma once
 
 #include <array>
@@ -28,7 +28,7 @@ class Uring;
 }
 
 struct JournalOptions {
-  // One batch is one write and one fdatasync. A batch never exceeds this many bytes (unless a
+  // One batch is one O_DSYNC write. A batch never exceeds this many bytes (unless a
   // single frame is larger), and at most one batch is unsynced at any time, so a crash can
   // damage at most the last batch (docs/journal.md, "Torn tails"). 1..kMaxBatchBytes: a
   // larger value is refused, since the torn-tail rule relies on that bound.
@@ -44,9 +44,9 @@ struct JournalOptions {
   // One more gets Errc::busy at once instead of queueing without bound.
   std::size_t maxWaitingAppenders = 65'536;
   // Prefix and range reads: bytes per read (rounded up to a multiple of 4,096, at most
-  // 1 GiB) and reads kept in flight.
+  // 1 GiB) and reads kept in flight (a range read holds readDepth × readChunkBytes, 8 MiB).
   std::size_t readChunkBytes = std::size_t{1} << 20;
-  unsigned readDepth = 4;
+  unsigned readDepth = 8;
   // Reads of at least kMinDirectReadBytes bypass the page cache (O_DIRECT) where the file
   // system allows it; smaller ones (most records) use the cache.
   bool directReads = true;
@@ -87,10 +87,10 @@ struct JournalStats {
   static constexpr std::array<std::uint64_t, 7> kBatchBounds{1, 4, 16, 64, 256, 1024, 4096};
   std::uint64_t appends = 0;       // records acknowledged durable
   std::uint64_t bytes = 0;         // bytes written for them (their frames)
-  std::uint64_t syncs = 0;         // batches: one write and one fdatasync each
+  std::uint64_t syncs = 0;         // batches: one O_DSYNC write each
   std::uint64_t largestBatch = 0;  // records in the largest batch
   std::array<std::uint64_t, kBatchBounds.size() + 1> batches{};  // by records, per bucket
-  double syncSeconds = 0;  // time from each batch's write to its fdatasync's end, summed
+  double syncSeconds = 0;  // time from each batch's durable write to its end, summed
 };
 
 class Journal {
