@@ -63,6 +63,8 @@ RAW="$WORK/raw"
 mkdir -p "$RAW"
 cleanup() { rm -rf "$WORK"; }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 FSTYPE=$(stat -f -c %T "$WORK")
 case "$FSTYPE" in
