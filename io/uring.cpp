@@ -104,6 +104,9 @@ class Uring::Impl : public std::enable_shared_from_this<Impl> {
 
   // Runs one request through the ring; resumes with bytes (>= 0) or -errno.
   boost::asio::awaitable<int> perform(OpRequest request);
+  boost::asio::awaitable<IoResult<void>> writeAll(OpKind kind, int fd,
+                                                  std::span<const std::uint8_t> bytes,
+                                                  std::uint64_t offset);
 
   unsigned capacity() const noexcept { return capacity_; }
   const UringStats& stats() const noexcept { return stats_; }
@@ -427,15 +430,17 @@ boost::asio::awaitable<IoResult<std::size_t>> Uring::readFull(int fd,
   co_return done;
 }
 
-boost::asio::awaitable<IoResult<void>> Uring::write(int fd, std::span<const std::uint8_t> bytes,
-                                                    std::uint64_t offset) {
+// Writes all of bytes at offset with operations of `kind`, continuing after short writes.
+boost::asio::awaitable<IoResult<void>> Uring::Impl::writeAll(OpKind kind, int fd,
+                                                             std::span<const std::uint8_t> bytes,
+                                                             std::uint64_t offset) {
   std::size_t done = 0;
   // Bounded: every pass writes at least one byte or fails.
   while (done < bytes.size()) {
     const auto length =
         static_cast<std::uint32_t>(std::min(bytes.size() - done, kMaxBytesPerOperation));
     auto* source = const_cast<std::uint8_t*>(bytes.data() + done);  // the kernel only reads it
-    const int res = co_await impl_->perform({OpKind::write, fd, source, length, offset + done});
+    const int res = co_await perform({kind, fd, source, length, offset + done});
     if (res < 0) co_return fail(errnoCode(-res));
     if (res == 0) co_return fail(errnoCode(EIO));  // no progress on a non-empty write
     assert(static_cast<std::uint32_t>(res) <= length);
@@ -444,29 +449,21 @@ boost::asio::awaitable<IoResult<void>> Uring::write(int fd, std::span<const std:
   co_return IoResult<void>{};
 }
 
+boost::asio::awaitable<IoResult<void>> Uring::write(int fd, std::span<const std::uint8_t> bytes,
+                                                    std::uint64_t offset) {
+  return impl_->writeAll(OpKind::write, fd, bytes, offset);
+}
+
 boost::asio::awaitable<IoResult<void>> Uring::writeDurable(int fd,
                                                            std::span<const std::uint8_t> bytes,
                                                            std::uint64_t offset) {
-  std::size_t done = 0;
-  // Bounded: every pass writes (and makes durable) at least one byte, or fails.
-  while (done < bytes.size()) {
-    const auto length =
-        static_cast<std::uint32_t>(std::min(bytes.size() - done, kMaxBytesPerOperation));
-    auto* source = const_cast<std::uint8_t*>(bytes.data() + done);  // the kernel only reads it
-    const int res =
-        co_await impl_->perform({OpKind::writeDsync, fd, source, length, offset + done});
-    if (res == -EOPNOTSUPP && done == 0) {
-      // A kernel that refuses the flag wrote nothing: the two operations instead.
-      auto wrote = co_await write(fd, bytes, offset);
-      if (!wrote) co_return wrote;
-      co_return co_await fdatasync(fd);
-    }
-    if (res < 0) co_return fail(errnoCode(-res));
-    if (res == 0) co_return fail(errnoCode(EIO));  // no progress on a non-empty write
-    assert(static_cast<std::uint32_t>(res) <= length);
-    done += static_cast<std::size_t>(res);
-  }
-  co_return IoResult<void>{};
+  auto wrote = co_await impl_->writeAll(OpKind::writeDsync, fd, bytes, offset);
+  if (wrote || wrote.error() != std::errc::operation_not_supported) co_return wrote;
+  // A kernel that refuses the flag refuses it before writing, for every operation alike: the
+  // write and an fdatasync instead (writing the same bytes again at their offsets is harmless).
+  auto plain = co_await impl_->writeAll(OpKind::write, fd, bytes, offset);
+  if (!plain) co_return plain;
+  co_return co_await fdatasync(fd);
 }
 
 boost::asio::awaitable<IoResult<void>> Uring::fdatasync(int fd) {
