@@ -82,29 +82,60 @@ struct Plan {
   LogRead::State state = LogRead::State::rebuilt;
 };
 
-// The manifest chain of `head` down to `from`'s manifest (extended) or to its root (rebuilt).
+// The manifest chain of `head` down to what `from` already verified (extended) or to its root
+// (rebuilt). A log's manifests come in runs (buildCandidate): each names the run's base and
+// lists every segment since, so the chain from a later head passes either through `from`'s
+// manifest (the last of its run) or through a manifest of `from`'s own run, naming the same
+// base. The walk stops before fetching either base. In the second case the manifest reached
+// must list `from`'s segments first, exactly; then the rest follow what `from` verified. If it
+// does not (a history that forked after the base), the walk goes on to the root and the log is
+// rebuilt.
 asio::awaitable<Res<Plan>> planRead(ObjectStore& store, const LogIdentity& id, const Head& head,
                                     const std::optional<LogCursor>& from, ManifestLink top,
                                     OperationBudget& budget, std::uint64_t& requests) {
   Plan plan;
   std::function<bool(const Digest&)> known;
+  const Manifest* mine = from ? &from->manifest.manifest : nullptr;
   if (from && head.fields().revision > from->revision()) {
-    known = [&](const Digest& d) { return d == from->manifest.sha256; };
+    known = [&](const Digest& d) {
+      return d == from->manifest.sha256 || (mine->base && d == mine->base->sha256);
+    };
   }
   auto chain = co_await fetchManifestChain(store, id.ns, std::move(top), budget, known);
   if (!chain) co_return failureOf(chain);
   requests += chain->links.size() - 1;
   if (chain->stoppedAtKnown) {
-    const ManifestBase& base = *chain->links.back().manifest.base;
-    if (base.prefix != from->manifest.manifest.prefix) {
-      const std::string key = keys::manifest(id.ns, chain->links.back().sha256);
-      co_return corrupt(key, "names a base with another prefix than that manifest declares");
+    const ManifestLink& last = chain->links.back();
+    const ManifestBase& base = *last.manifest.base;
+    const std::string key = keys::manifest(id.ns, last.sha256);
+    std::vector<ManifestSegment> segments = chain->segments();
+    if (base.sha256 == from->manifest.sha256) {
+      if (base.prefix != mine->prefix) {
+        co_return corrupt(key, "names a base with another prefix than that manifest declares");
+      }
+    } else if (base.prefix != mine->base->prefix) {
+      co_return corrupt(key, "names a base with another prefix than another manifest says");
+    } else if (segments.size() > mine->segments.size() &&
+               std::equal(mine->segments.begin(), mine->segments.end(), segments.begin())) {
+      segments.erase(segments.begin(),
+                     segments.begin() + static_cast<std::ptrdiff_t>(mine->segments.size()));
+    } else {
+      // Forked after the shared base: what `from` holds is not part of this history.
+      ManifestLink restart = last;  // named: not a temporary of the co_await
+      auto rest = co_await fetchManifestChain(store, id.ns, std::move(restart), budget);
+      if (!rest) co_return failureOf(rest);
+      requests += rest->links.size() - 1;
+      chain->links.insert(chain->links.end(), std::make_move_iterator(rest->links.begin() + 1),
+                          std::make_move_iterator(rest->links.end()));
+      chain->stoppedAtKnown = false;
     }
-    plan.segments = chain->segments();
-    plan.prefix = from->prefix;
-    plan.length = from->head.fields().prefixLength;
-    plan.state = LogRead::State::extended;
-    co_return plan;
+    if (chain->stoppedAtKnown) {
+      plan.segments = std::move(segments);
+      plan.prefix = from->prefix;
+      plan.length = from->head.fields().prefixLength;
+      plan.state = LogRead::State::extended;
+      co_return plan;
+    }
   }
   const Manifest& root = chain->links.back().manifest;
   if (root.journalHeader != id.journalHeader) {
@@ -126,8 +157,12 @@ struct Candidate {
   Sha256Lane prefix;
 };
 
+// Its manifest continues `at`'s run: it names the run's base and lists the run's segments and
+// the new one, until the run holds `runSegments`; then it starts a new run on `at`'s manifest.
+// So a cold reader walks one manifest per run, not one per append, and each manifest stays
+// under runSegments entries (docs/decisions.md D48).
 Res<Candidate> buildCandidate(const LogIdentity& id, const std::optional<LogCursor>& at,
-                              const std::vector<Bytes>& records) {
+                              const std::vector<Bytes>& records, std::size_t runSegments) {
   if (records.empty()) return err(Errc::usage, "an append holds at least one record");
   const std::uint64_t first = at ? at->sequence() + 1 : 1;
   const std::uint64_t start = at ? at->head.fields().prefixLength : id.journalHeader.size();
@@ -147,7 +182,13 @@ Res<Candidate> buildCandidate(const LogIdentity& id, const std::optional<LogCurs
   m.lineage = id.lineage;
   m.prefix = Prefix{first + records.size() - 1, sh.journalEnd, c.prefix.finish()};
   if (at) {
-    m.base = ManifestBase{at->manifest.sha256, at->manifest.length, at->manifest.manifest.prefix};
+    const Manifest& previous = at->manifest.manifest;
+    if (previous.base && previous.segments.size() < runSegments) {
+      m.base = previous.base;
+      m.segments = previous.segments;
+    } else {
+      m.base = ManifestBase{at->manifest.sha256, at->manifest.length, previous.prefix};
+    }
   }
   m.segments.push_back(ManifestSegment{first, sh.count, sh.journalStart, sh.journalEnd,
                                        c.segment.size(), sha256(c.segment)});
@@ -294,7 +335,7 @@ asio::awaitable<Res<Appended>> appendLog(ObjectStore& store, const LogIdentity& 
   if (at && at->etag.empty()) {
     co_return err(Errc::usage, "an append needs the ETag its predecessor was read with");
   }
-  auto built = buildCandidate(id, at, what.records);
+  auto built = buildCandidate(id, at, what.records, std::max<std::size_t>(1, options.runSegments));
   if (!built) co_return failureOf(built);
   Candidate& c = *built;
   std::vector<std::pair<std::string, ByteView>> immutables;

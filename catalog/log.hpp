@@ -1,16 +1,19 @@
 // Catalog logs (docs/design.md §9): a lake log and one table log per table, each a cairn
 // namespace without a local journal. Its journal is a header naming the log followed by one
 // record per frame (catalog/log_record.hpp); every change is a head publication (§6): a segment
-// holding the new frames, a chained manifest naming the previous one as its base (docs/
-// formats.md §3.1), the head's immutable copy, then the conditional PUT of the head. Nothing
-// here knows what the records mean: the caller folds them.
+// holding the new frames, a chained manifest (docs/formats.md §3.1), the head's immutable copy,
+// then the conditional PUT of the head. The manifests come in runs of up to 64 appends: each
+// names the run's base (the last manifest of the run before) and lists the run's segments so
+// far, so a cold read fetches one manifest per run. Nothing here knows what the records mean:
+// the caller folds them.
 //
 // Reading verifies what it returns: the head's bindings (namespace, the catalog's publisher,
 // the log's lineage), the manifest bound to the head, each base the exact object its successor
 // names, each segment the exact object its manifest names (SHA-256, header, every frame's CRC
 // and sequence), and the rebuilt prefix hash equal to the head's. A reader that already holds a
 // verified state (a LogCursor) reads only what was added since: the bases down to the
-// manifest it knows, and the new segments, hashed on from the SHA-256 state it kept.
+// manifest it knows (or one of its own run, that lists its segments first), and the new
+// segments, hashed on from the SHA-256 state it kept.
 //
 // Appending answers with what it can prove (docs/design.md §9.1): committed only when the store
 // answered the conditional PUT with success or was read back holding the candidate (the head,
@@ -98,6 +101,10 @@ struct LogAppend {
 };
 
 struct AppendOptions {
+  // A manifest lists at most this many segments: the appends of a run share one base, so a
+  // cold read walks one manifest per run (docs/decisions.md D48). 1 chains every append to
+  // the one before.
+  std::size_t runSegments = 64;
   // Re-sends of the same PUT (same bytes, same precondition) after an unanswered one, while the
   // head still shows the predecessor.
   int maxResends = 2;

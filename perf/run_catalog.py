@@ -21,8 +21,9 @@ with cairn_catalog_bench (C++, one keep-alive connection per worker):
 
 Before each point every process used answers one request (a namespace list), so that none
 starts the clock behind on the lake log: a process that missed many lake changes reads them
-all on its next request, one manifest GET per change (docs/catalog.md, "Reads, caches and
-costs"); that cost shows in the cold loads, not in the steady-state points.
+all on its next request, one manifest GET per run of up to 64 changes and a segment GET per
+change (docs/catalog.md, "Reads, caches and costs"); that cost shows in the cold loads, not in
+the steady-state points.
 
 Every figure is printed with its ratio to the raw pattern measured in the same run, and the
 CPU seconds the machine, the S3 server (radosgw and its Ceph daemons), the catalog processes

@@ -73,8 +73,9 @@ struct LogWorld {
   }
 
   // Appends and requires it committed; returns the new cursor.
-  catalog::LogCursor commit(const std::optional<catalog::LogCursor>& at, std::string record) {
-    auto a = append(at, {std::move(record)});
+  catalog::LogCursor commit(const std::optional<catalog::LogCursor>& at, std::string record,
+                            catalog::AppendOptions options = {}) {
+    auto a = append(at, {std::move(record)}, options);
     INFO((a ? a->detail : a.error().message));
     REQUIRE(a.ok());
     REQUIRE(a->outcome == catalog::Appended::Outcome::committed);

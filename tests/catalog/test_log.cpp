@@ -22,11 +22,11 @@ using test::LogWorld;
 namespace {
 
 // A log of n records "r1".."rn", one publication each; the cursor of every revision.
-std::vector<catalog::LogCursor> publish(LogWorld& w, int n) {
+std::vector<catalog::LogCursor> publish(LogWorld& w, int n, catalog::AppendOptions options = {}) {
   std::vector<catalog::LogCursor> cursors;
   std::optional<catalog::LogCursor> at;
   for (int i = 1; i <= n; ++i) {
-    at = w.commit(at, "r" + std::to_string(i));
+    at = w.commit(at, "r" + std::to_string(i), options);
     cursors.push_back(*at);
   }
   return cursors;
@@ -68,13 +68,14 @@ TEST_CASE("catalog log: records are published and read back, all or only the new
   CHECK(same->state == LogRead::State::unchanged);
   CHECK(same->requests == 1);  // one head GET
 
-  // From revision 2: only records 3..5, with one manifest and one segment GET per revision.
+  // From revision 2: only records 3..5: the head, its manifest (revisions 2..5 are one run,
+  // which lists their segments after the base revision 2 shares) and one GET per new segment.
   got.clear();
   auto later = w.read(cursors[1], got);
   REQUIRE(later.ok());
   CHECK(later->state == LogRead::State::extended);
   CHECK(got == records(3, 5));
-  CHECK(later->requests == 1 + 3 + 3);
+  CHECK(later->requests == 1 + 1 + 3);
 
   // A commit on the state read extends it; several records in one append are one revision.
   auto more = w.append(later->cursor, {"r6", "r7"});
@@ -100,7 +101,9 @@ TEST_CASE("catalog log: the engine's verification, usage, vacuum and backup work
   auto verified = w.run(verifyHeadGraph(*w.store, head, nullptr, limits, budget, deep));
   INFO((verified ? std::string() : verified.error().message));
   REQUIRE(verified.ok());
-  CHECK(verified->objects == 12 + 12);  // 12 manifests (one chain) and 12 segments
+  // 2 manifests (revision 12's, whose run lists revisions 2..12, and its base, revision 1's)
+  // and 12 segments.
+  CHECK(verified->objects == 2 + 12);
   CHECK(verified->manifest.segments.size() == 12);
 
   // Every object is reachable from the head with every revision kept: nothing to reclaim.
@@ -109,14 +112,21 @@ TEST_CASE("catalog log: the engine's verification, usage, vacuum and backup work
   std::uint64_t unreachable = 0;
   for (const auto& u : usage->unreachable) unreachable += u.objects;
   CHECK(unreachable == 0);
-  // Keeping 2 revisions, the chain still reaches every manifest and segment: only head copies
-  // of older revisions are unreachable.
+  // Keeping 2 revisions, the chains still reach every segment: the head copies of revisions
+  // 1..10 are unreachable, and the manifests of revisions 2..10 (11's and 12's list their
+  // segments again).
   VacuumOptions vacuum;
   vacuum.keepRevisions = 2;
   auto dry = w.run(vacuumNamespace(*w.store, w.id.ns, vacuum, limits, budget));
   REQUIRE(dry.ok());
-  for (const auto& o : dry->unreachable) CHECK(o.cls == ObjectClass::headCopy);
-  CHECK(dry->unreachable.size() == 10);
+  std::size_t copies = 0, manifests = 0;
+  for (const auto& o : dry->unreachable) {
+    if (o.cls == ObjectClass::headCopy) ++copies;
+    if (o.cls == ObjectClass::manifest) ++manifests;
+  }
+  CHECK(copies == 10);
+  CHECK(manifests == 9);
+  CHECK(dry->unreachable.size() == 10 + 9);
 
   // A backup copies the chain and the target verifies deep.
   auto target = std::move(
@@ -129,6 +139,84 @@ TEST_CASE("catalog log: the engine's verification, usage, vacuum and backup work
   auto there = w.read(std::nullopt, got, target.get());
   REQUIRE(there.ok());
   CHECK(got == records(1, 12));
+}
+
+TEST_CASE("catalog log: a cold read walks one manifest per run, a warm one reads only what is new",
+          "[catalog][log]") {
+  LogWorld w;
+  constexpr int n = 150;  // revision 1, runs 2..65 and 66..129 (64 each), 130..150
+  auto cursors = publish(w, n);
+  for (const auto& c : cursors) CHECK(c.manifest.manifest.segments.size() <= 64);
+  CHECK(cursors[64].manifest.manifest.segments.size() == 64);
+  CHECK(cursors[65].manifest.manifest.segments.size() == 1);
+  CHECK(cursors[65].manifest.manifest.base->sha256 == cursors[64].manifest.sha256);
+
+  std::vector<std::string> got;
+  auto cold = w.read(std::nullopt, got);
+  REQUIRE(cold.ok());
+  CHECK(cold->state == LogRead::State::rebuilt);
+  CHECK(got == records(1, n));
+  // The head, the manifests of revisions 150, 129, 65 and 1, and every segment; a manifest
+  // per append would be 150 of them, fetched one after the other.
+  CHECK(cold->requests == 1 + 4 + n);
+
+  // From every earlier revision: extended, exactly the records after it, and no manifest
+  // below the run the reader is in.
+  for (int r = 1; r < n; ++r) {
+    INFO("from revision " << r);
+    got.clear();
+    auto warm = w.read(cursors[r - 1], got);
+    REQUIRE(warm.ok());
+    CHECK(warm->state == LogRead::State::extended);
+    CHECK(got == records(r + 1, n));
+    const int bases = r >= 129 ? 0 : (r >= 65 ? 1 : 2);  // run bases walked to reach its own
+    CHECK(warm->requests == std::uint64_t(1 + 1 + bases + (n - r)));
+    REQUIRE(warm->cursor);
+    CHECK(warm->cursor->prefix.finish() == cursors.back().prefix.finish());
+  }
+
+  // A log written one manifest per append (runSegments 1, as before runs) and continued in
+  // runs reads whole.
+  LogWorld old;
+  catalog::AppendOptions chained;
+  chained.runSegments = 1;
+  auto first = publish(old, 5, chained);
+  CHECK(first.back().manifest.manifest.segments.size() == 1);
+  auto next = old.commit(first.back(), "r6");
+  next = old.commit(next, "r7");
+  // Revision 5's manifest has a base and one segment: the run goes on from it (5..7 on 4).
+  CHECK(next.manifest.manifest.segments.size() == 3);
+  got.clear();
+  auto whole = old.read(std::nullopt, got);
+  REQUIRE(whole.ok());
+  CHECK(got == records(1, 7));
+  CHECK(whole->requests == 1 + 5 + 7);  // the manifests of 7, 4, 3, 2 and 1
+  got.clear();
+  auto fromThree = old.read(first[2], got);
+  REQUIRE(fromThree.ok());
+  CHECK(fromThree->state == LogRead::State::extended);
+  CHECK(got == records(4, 7));
+}
+
+TEST_CASE("catalog log: a reader whose run forked after the shared base rebuilds the log",
+          "[catalog][log]") {
+  // Two stores whose logs share revision 1 (the same bytes: the same manifest object) and
+  // differ after it. A cursor of the first read against the second reaches revision 1's
+  // manifest as the base it knows, but the run lists other segments: the log is read whole.
+  LogWorld a, b;
+  auto a1 = a.commit(std::nullopt, "r1");
+  auto a3 = a.commit(a.commit(a1, "a2"), "a3");
+  auto b1 = b.commit(std::nullopt, "r1");
+  REQUIRE(a1.manifest.sha256 == b1.manifest.sha256);
+  auto b4 = b.commit(b.commit(b.commit(b1, "b2"), "b3"), "b4");
+  REQUIRE(a3.manifest.manifest.base->sha256 == b4.manifest.manifest.base->sha256);
+  std::vector<std::string> got{"stale"};
+  auto r = b.read(a3, got);
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(r->state == LogRead::State::rebuilt);
+  CHECK(got == std::vector<std::string>{"r1", "b2", "b3", "b4"});
+  CHECK(r->cursor->head.id() == b4.head.id());
 }
 
 TEST_CASE("catalog log: a lost race is lost, a lost answer is settled by reading back",
