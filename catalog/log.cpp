@@ -109,18 +109,33 @@ asio::awaitable<Res<Plan>> planRead(ObjectStore& store, const LogIdentity& id, c
     const ManifestBase& base = *last.manifest.base;
     const std::string key = keys::manifest(id.ns, last.sha256);
     std::vector<ManifestSegment> segments = chain->segments();
-    if (base.sha256 == from->manifest.sha256) {
+    // What fetchManifestChain would have checked of the base it did not fetch, as far as the
+    // cursor knows it: the same object (length too), header and prefix, an earlier generation.
+    const bool exact = base.sha256 == from->manifest.sha256;
+    if (base.length != (exact ? from->manifest.length : mine->base->length)) {
+      co_return corrupt(key, "names a base of another length than that manifest has");
+    }
+    if (last.manifest.journalHeader != id.journalHeader) {
+      co_return corrupt(key, "a manifest of another journal header");
+    }
+    if (exact) {
       if (base.prefix != mine->prefix) {
         co_return corrupt(key, "names a base with another prefix than that manifest declares");
       }
+      if (last.manifest.generation <= mine->generation) {
+        co_return corrupt(key, "names a base of a generation not earlier than its own");
+      }
     } else if (base.prefix != mine->base->prefix) {
       co_return corrupt(key, "names a base with another prefix than another manifest says");
-    } else if (segments.size() > mine->segments.size() &&
+    } else if (last.manifest.generation > mine->generation &&
+               segments.size() > mine->segments.size() &&
                std::equal(mine->segments.begin(), mine->segments.end(), segments.begin())) {
       segments.erase(segments.begin(),
                      segments.begin() + static_cast<std::ptrdiff_t>(mine->segments.size()));
     } else {
-      // Forked after the shared base: what `from` holds is not part of this history.
+      // Forked after the shared base: what `from` holds is not part of this history (or not
+      // provably: the base's generation is checked by the walk). `last` and `base` refer into
+      // chain->links, which the insert below may move: not used after it.
       ManifestLink restart = last;  // named: not a temporary of the co_await
       auto rest = co_await fetchManifestChain(store, id.ns, std::move(restart), budget);
       if (!rest) co_return failureOf(rest);

@@ -219,6 +219,55 @@ TEST_CASE("catalog log: a reader whose run forked after the shared base rebuilds
   CHECK(r->cursor->head.id() == b4.head.id());
 }
 
+TEST_CASE("catalog log: a warm read checks the base it stops at as a cold read would",
+          "[catalog][log]") {
+  // Revision 1 is the root; 2..4 are one run on it. A cursor's view of a base that differs from
+  // what the stored manifest names (as a damaged or foreign manifest would make it) is refused
+  // or read from the root, never extended.
+  LogWorld w;
+  auto cursors = publish(w, 4);
+  REQUIRE(cursors[3].manifest.manifest.base->sha256 == cursors[0].manifest.sha256);
+  std::vector<std::string> got;
+  auto expectCorrupt = [&](const catalog::LogCursor& from) {
+    got.clear();
+    auto r = w.read(from, got);
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::corrupt);
+  };
+  SECTION("stopping at the cursor's own manifest") {
+    auto from = cursors[0];
+    SECTION("named with another length") {
+      from.manifest.length += 1;
+      expectCorrupt(from);
+    }
+    SECTION("whose generation is not earlier") {
+      from.manifest.manifest.generation = cursors[3].manifest.manifest.generation;
+      expectCorrupt(from);
+    }
+  }
+  SECTION("stopping at the cursor's run base") {
+    auto from = cursors[1];
+    REQUIRE(from.manifest.manifest.base);
+    SECTION("named with another length") {
+      from.manifest.manifest.base->length += 1;
+      expectCorrupt(from);
+    }
+    SECTION("reached from a manifest not later than the cursor's: read whole") {
+      from.manifest.manifest.generation = cursors[3].manifest.manifest.generation;
+      auto r = w.read(from, got);
+      REQUIRE(r.ok());
+      CHECK(r->state == LogRead::State::rebuilt);
+      CHECK(got == records(1, 4));
+    }
+    SECTION("as it is: extended") {
+      auto r = w.read(from, got);
+      REQUIRE(r.ok());
+      CHECK(r->state == LogRead::State::extended);
+      CHECK(got == records(3, 4));
+    }
+  }
+}
+
 TEST_CASE("catalog log: a lost race is lost, a lost answer is settled by reading back",
           "[catalog][log]") {
   LogWorld w;
