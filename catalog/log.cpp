@@ -82,75 +82,79 @@ struct Plan {
   LogRead::State state = LogRead::State::rebuilt;
 };
 
-// The manifest chain of `head` down to what `from` already verified (extended) or to its root
-// (rebuilt). A log's manifests come in runs (buildCandidate): each names the run's base and
-// lists every segment since, so the chain from a later head passes either through `from`'s
-// manifest (the last of its run) or through a manifest of `from`'s own run, naming the same
-// base. The walk stops before fetching either base. In the second case the manifest reached
-// must list `from`'s segments first, exactly; then the rest follow what `from` verified. If it
-// does not (a history that forked after the base), the walk goes on to the root and the log is
-// rebuilt.
+// A walk from a later head that stopped at a base `from` knows: its own manifest, or its run's
+// base (buildCandidate: a run's manifests name one base and list every segment since). Checks
+// that base as fetchManifestChain checks one it fetches, as far as `from` verified it (the same
+// object, the journal header, the prefix, an earlier generation), and answers the segments after
+// `from`'s prefix, or nothing when the history may have forked after the run's base: the
+// manifest reached must be later than `from`'s and list `from`'s segments first, exactly.
+Res<std::optional<std::vector<ManifestSegment>>> afterKnown(const LogIdentity& id,
+                                                            const LogCursor& from,
+                                                            const ManifestChain& chain) {
+  const Manifest& mine = from.manifest.manifest;
+  const ManifestLink& last = chain.links.back();
+  const ManifestBase& base = *last.manifest.base;
+  const std::string key = keys::manifest(id.ns, last.sha256);
+  const bool exact = base.sha256 == from.manifest.sha256;
+  if (base.length != (exact ? from.manifest.length : mine.base->length)) {
+    return corrupt(key, "names a base of another length than that manifest has");
+  }
+  if (last.manifest.journalHeader != id.journalHeader) {
+    return corrupt(key, "a manifest of another journal header");
+  }
+  if (base.prefix != (exact ? mine.prefix : mine.base->prefix)) {
+    return corrupt(key, "names a base with another prefix than that manifest declares");
+  }
+  std::vector<ManifestSegment> segments = chain.segments();
+  if (exact) {
+    if (last.manifest.generation <= mine.generation) {
+      return corrupt(key, "names a base of a generation not earlier than its own");
+    }
+    return std::optional{std::move(segments)};
+  }
+  if (last.manifest.generation <= mine.generation || segments.size() <= mine.segments.size() ||
+      !std::equal(mine.segments.begin(), mine.segments.end(), segments.begin())) {
+    return std::optional<std::vector<ManifestSegment>>{};
+  }
+  segments.erase(segments.begin(),
+                 segments.begin() + static_cast<std::ptrdiff_t>(mine.segments.size()));
+  return std::optional{std::move(segments)};
+}
+
+// The manifest chain of `head` down to what `from` already verified (extended, afterKnown) or
+// to its root (rebuilt).
 asio::awaitable<Res<Plan>> planRead(ObjectStore& store, const LogIdentity& id, const Head& head,
                                     const std::optional<LogCursor>& from, ManifestLink top,
                                     OperationBudget& budget, std::uint64_t& requests) {
   Plan plan;
   std::function<bool(const Digest&)> known;
-  const Manifest* mine = from ? &from->manifest.manifest : nullptr;
   if (from && head.fields().revision > from->revision()) {
     known = [&](const Digest& d) {
-      return d == from->manifest.sha256 || (mine->base && d == mine->base->sha256);
+      const auto& base = from->manifest.manifest.base;
+      return d == from->manifest.sha256 || (base && d == base->sha256);
     };
   }
   auto chain = co_await fetchManifestChain(store, id.ns, std::move(top), budget, known);
   if (!chain) co_return failureOf(chain);
   requests += chain->links.size() - 1;
   if (chain->stoppedAtKnown) {
-    const ManifestLink& last = chain->links.back();
-    const ManifestBase& base = *last.manifest.base;
-    const std::string key = keys::manifest(id.ns, last.sha256);
-    std::vector<ManifestSegment> segments = chain->segments();
-    // What fetchManifestChain would have checked of the base it did not fetch, as far as the
-    // cursor knows it: the same object (length too), header and prefix, an earlier generation.
-    const bool exact = base.sha256 == from->manifest.sha256;
-    if (base.length != (exact ? from->manifest.length : mine->base->length)) {
-      co_return corrupt(key, "names a base of another length than that manifest has");
-    }
-    if (last.manifest.journalHeader != id.journalHeader) {
-      co_return corrupt(key, "a manifest of another journal header");
-    }
-    if (exact) {
-      if (base.prefix != mine->prefix) {
-        co_return corrupt(key, "names a base with another prefix than that manifest declares");
-      }
-      if (last.manifest.generation <= mine->generation) {
-        co_return corrupt(key, "names a base of a generation not earlier than its own");
-      }
-    } else if (base.prefix != mine->base->prefix) {
-      co_return corrupt(key, "names a base with another prefix than another manifest says");
-    } else if (last.manifest.generation > mine->generation &&
-               segments.size() > mine->segments.size() &&
-               std::equal(mine->segments.begin(), mine->segments.end(), segments.begin())) {
-      segments.erase(segments.begin(),
-                     segments.begin() + static_cast<std::ptrdiff_t>(mine->segments.size()));
-    } else {
-      // Forked after the shared base: what `from` holds is not part of this history (or not
-      // provably: the base's generation is checked by the walk). `last` and `base` refer into
-      // chain->links, which the insert below may move: not used after it.
-      ManifestLink restart = last;  // named: not a temporary of the co_await
-      auto rest = co_await fetchManifestChain(store, id.ns, std::move(restart), budget);
-      if (!rest) co_return failureOf(rest);
-      requests += rest->links.size() - 1;
-      chain->links.insert(chain->links.end(), std::make_move_iterator(rest->links.begin() + 1),
-                          std::make_move_iterator(rest->links.end()));
-      chain->stoppedAtKnown = false;
-    }
-    if (chain->stoppedAtKnown) {
-      plan.segments = std::move(segments);
+    auto after = afterKnown(id, *from, *chain);
+    if (!after) co_return failureOf(after);
+    if (*after) {
+      plan.segments = std::move(**after);
       plan.prefix = from->prefix;
       plan.length = from->head.fields().prefixLength;
       plan.state = LogRead::State::extended;
       co_return plan;
     }
+    // Forked after the run's base (or not provably not): on to the root.
+    ManifestLink restart = chain->links.back();  // named: not a temporary of the co_await
+    auto rest = co_await fetchManifestChain(store, id.ns, std::move(restart), budget);
+    if (!rest) co_return failureOf(rest);
+    requests += rest->links.size() - 1;
+    chain->links.insert(chain->links.end(), std::make_move_iterator(rest->links.begin() + 1),
+                        std::make_move_iterator(rest->links.end()));
+    chain->stoppedAtKnown = false;
   }
   const Manifest& root = chain->links.back().manifest;
   if (root.journalHeader != id.journalHeader) {

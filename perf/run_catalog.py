@@ -46,7 +46,7 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "cli"))
 sys.path.insert(0, HERE)
-from cli_support import CatalogServer, js, run, s3_url  # noqa: E402
+from cli_support import CatalogServer, catalog_metrics, js, run, s3_url  # noqa: E402
 from cpu_share import TICK, machine, server as rgw_jiffies  # noqa: E402
 
 LAKE = "bench"
@@ -134,12 +134,8 @@ def create_tables(port, token, ns, names, workers=4):
 def commits_by_outcome(servers):
     total = {}
     for s in servers:
-        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
-        conn.close()
-        for m in re.finditer(r'^cairn_catalog_commits_total\{outcome="(\w+)"\} (\S+)$', text,
-                             re.M):
+        for m in re.finditer(r'^cairn_catalog_commits_total\{outcome="(\w+)"\} (\S+)$',
+                             catalog_metrics(s.port), re.M):
             total[m.group(1)] = total.get(m.group(1), 0) + int(float(m.group(2)))
     return total
 

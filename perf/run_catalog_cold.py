@@ -15,7 +15,6 @@ cairn_store_operations_total), and the warm load. To compare with one manifest p
 build a second binary with catalog/log.hpp's `AppendOptions::runSegments` set to 1.
 """
 import argparse
-import http.client
 import json
 import os
 import re
@@ -28,31 +27,21 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "cli"))
 import cli_support  # noqa: E402
-from cli_support import CatalogServer, js, run, s3_url  # noqa: E402
+from cli_support import (CatalogServer, catalog_call, catalog_metrics, js, run,  # noqa: E402
+                         s3_url)
 
 SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "x", "type": "long",
                                         "required": False}]}
 GETS = re.compile(r'^cairn_store_operations_total\{[^}]*op="get"[^}]*\}\s+(\S+)$', re.M)
 
 
-def call(port, token, method, path, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-               "Idempotency-Key": str(uuid.uuid4())}
-    try:
-        conn.request(method, path, body=None if body is None else json.dumps(body),
-                     headers=headers)
-        r = conn.getresponse()
-        return r.status, r.read()
-    finally:
-        conn.close()
+def store_gets(port):
+    return sum(float(v) for v in GETS.findall(catalog_metrics(port)))
 
 
-def store_gets(port, token):
-    status, body = call(port, token, "GET", "/metrics")
+def checked(what, status):
     if status != 200:
-        sys.exit(f"run_catalog_cold: /metrics answered {status}")
-    return sum(float(v) for v in GETS.findall(body.decode()))
+        sys.exit(f"run_catalog_cold: {what}: {status}")
 
 
 def make_lake(tmp, binary, index, commits):
@@ -69,15 +58,12 @@ def make_lake(tmp, binary, index, commits):
     try:
         for p, body in ((f"/v1/{lake}/namespaces", {"namespace": ["n"]}),
                         (f"/v1/{lake}/namespaces/n/tables", {"name": "t", "schema": SCHEMA})):
-            status, data = call(server.port, token, "POST", p, body)
-            if status != 200:
-                sys.exit(f"run_catalog_cold: POST {p}: {status} {data[:200]}")
+            checked(f"POST {p}", catalog_call(server.port, token, "POST", p, body)[0])
         started = time.monotonic()
         for c in range(commits):
-            status, data = call(server.port, token, "POST", path, {"requirements": [], "updates": [
-                {"action": "set-properties", "updates": {"k": str(c)}}]})
-            if status != 200:
-                sys.exit(f"run_catalog_cold: commit {c}: {status} {data[:200]}")
+            checked(f"commit {c}", catalog_call(server.port, token, "POST", path, {
+                "requirements": [], "updates": [
+                    {"action": "set-properties", "updates": {"k": str(c)}}]})[0])
     finally:
         server.stop()
     print(f"# {binary}: {commits} commits in {time.monotonic() - started:.1f} s", flush=True)
@@ -89,21 +75,16 @@ def one_round(t):
     cli_support.cairn = t["binary"]
     server = CatalogServer(t["config"], "cold")
     try:
-        status, _ = call(server.port, t["token"], "GET", f"/v1/{t['lake']}/namespaces")
-        if status != 200:
-            sys.exit(f"run_catalog_cold: list: {status}")
-        before = store_gets(server.port, t["token"])
+        checked("list", catalog_call(server.port, t["token"], "GET",
+                                     f"/v1/{t['lake']}/namespaces")[0])
+        before = store_gets(server.port)
         t0 = time.monotonic()
-        status, _ = call(server.port, t["token"], "GET", t["path"])
+        checked("cold load", catalog_call(server.port, t["token"], "GET", t["path"])[0])
         cold = time.monotonic() - t0
-        if status != 200:
-            sys.exit(f"run_catalog_cold: cold load: {status}")
-        gets = store_gets(server.port, t["token"]) - before
+        gets = store_gets(server.port) - before
         t0 = time.monotonic()
-        status, _ = call(server.port, t["token"], "GET", t["path"])
+        checked("warm load", catalog_call(server.port, t["token"], "GET", t["path"])[0])
         warm = time.monotonic() - t0
-        if status != 200:
-            sys.exit(f"run_catalog_cold: warm load: {status}")
     finally:
         server.stop()
     t["cold_s"].append(cold)

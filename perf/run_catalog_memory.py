@@ -26,7 +26,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "cli"))
-from cli_support import CatalogServer, js, run  # noqa: E402
+from cli_support import CatalogServer, catalog_metrics, js, run  # noqa: E402
 
 SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "x", "type": "long",
                                         "required": False}]}
@@ -77,10 +77,7 @@ def status_kib(pid, field):
 
 
 def metric(port, name):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
+    text = catalog_metrics(port)
     m = re.search(rf"^{name}\{{[^}}]*\}} (\S+)$", text, re.M)
     return float(m.group(1)) if m else float("nan")
 

@@ -263,6 +263,18 @@ def catalog_call(port, token, method, path, body=None, headers=None, lenient=Fal
         raise
 
 
+def catalog_metrics(port):
+    """GET /metrics of the catalog on `port` (no token): the text."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics")
+    r = conn.getresponse()
+    text = r.read().decode()
+    conn.close()
+    if r.status != 200:
+        raise RuntimeError(f"/metrics answered {r.status}")
+    return text
+
+
 def snapshot_race_commit(location, sid, sequence, parent):
     """A commit that adds snapshot `sid` (sequence number `sequence`) to a table at `location`
     and makes it main's, requiring main to still be `parent` (None: no snapshot yet)."""
