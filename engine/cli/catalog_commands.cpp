@@ -1,5 +1,6 @@
 // The catalog's commands (docs/catalog.md): `lake create`, `token create` and `serve`.
 #include <unistd.h>
+#include <algorithm>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -818,6 +819,12 @@ int runServe(const ServeOptions& o) {
       // Resolved once here: the lake hands clients the endpoint and region the store uses.
       auto url = resolveStoreUrl(*parsed);
       if (!url) co_return report(Error{Errc::usage, "lake " + l.id + ": " + url.error()});
+      // Unless the URL says otherwise, every request the server admits can have a store
+      // request under way without waiting for a connection (docs/catalog.md).
+      if (!url->connections) {
+        url->connections = static_cast<std::size_t>(
+            std::min<std::uint64_t>(config->server.maxInFlight, kMaxStoreConnections));
+      }
       auto store = openStore(uring, executor, *url);
       if (!store) co_return report(Error{Errc::usage, "lake " + l.id + ": " + store.error()});
       // Counted for GET /metrics.

@@ -82,6 +82,7 @@ Result<std::unique_ptr<S3Store>, std::string> S3Store::open(
   // Resolving, connecting and the TLS handshake are inside timeout_ms too (at most the
   // client's own 5 s): a server that accepts and never answers is bounded by what was asked.
   c.connectTimeout = std::min(c.connectTimeout, c.requestTimeout);
+  c.maxConnections = url.connections.value_or(kDefaultStoreConnections);
   if (credentials) {
     c.credentialsProvider = std::move(credentials);
   } else {

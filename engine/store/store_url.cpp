@@ -49,6 +49,20 @@ bool validBucket(std::string_view b) {
   return true;
 }
 
+// `value` as a whole number of decimal digits within [low, high] (leading zeros allowed, at most
+// 9 digits), else nullopt.
+std::optional<std::uint64_t> decimalWithin(const std::string& value, std::uint64_t low,
+                                           std::uint64_t high) {
+  if (value.empty() || value.size() > 9) return std::nullopt;
+  std::uint64_t n = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (n < low || n > high) return std::nullopt;
+  return n;
+}
+
 // One parameter of an s3:// URL, its value decoded and free of control characters: checked
 // against its allowed forms and set in `out`.
 Result<void, std::string> setParameter(const std::string& name, const std::string& value,
@@ -80,16 +94,15 @@ Result<void, std::string> setParameter(const std::string& name, const std::strin
     out.caSource = "url";
   } else if (name == "timeout_ms") {
     // Per attempt: write the request and read the whole response. 100 ms .. 1 hour.
-    std::uint64_t ms = 0;
-    bool digits = !value.empty() && value.size() <= 7;
-    for (char c : value) {
-      digits = digits && c >= '0' && c <= '9';
-      if (digits) ms = ms * 10 + static_cast<std::uint64_t>(c - '0');
+    const auto ms = decimalWithin(value, kMinTimeoutMs, kMaxTimeoutMs);
+    if (!ms) return bad("timeout_ms must be a whole number of milliseconds, 100..3600000");
+    out.requestTimeoutMs = *ms;
+  } else if (name == "connections") {
+    const auto n = decimalWithin(value, 1, kMaxStoreConnections);
+    if (!n) {
+      return bad("connections must be a whole number, 1.." + std::to_string(kMaxStoreConnections));
     }
-    if (!digits || ms < kMinTimeoutMs || ms > kMaxTimeoutMs) {
-      return bad("timeout_ms must be a whole number of milliseconds, 100..3600000");
-    }
-    out.requestTimeoutMs = ms;
+    out.connections = static_cast<std::size_t>(*n);
   } else {
     return bad("unknown store URL parameter \"" + escapeForDisplay(name) + "\"");
   }

@@ -1,13 +1,15 @@
 // Store URLs (docs/stores.md):
 //   /path/to/dir  or  file:///path/to/dir                the directory store
 //   s3://BUCKET[/ROOT][?endpoint=URL][&region=R][&dialect=auto|rgw|aws]
-//                      [&addressing=auto|path|virtual][&ca=FILE][&timeout_ms=MS]   S3
+//                      [&addressing=auto|path|virtual][&ca=FILE][&timeout_ms=MS]
+//                      [&connections=N]                                           S3
 // What the URL leaves open (endpoint, region, addressing, CA) and the credentials (never in the
 // URL) come from the environment and the AWS shared files, in the AWS CLI's order
 // (engine/store/aws_config.hpp: resolveStoreUrl).
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,10 +33,16 @@ struct StoreUrl {
   std::string caFile;
   std::string endpointSource, regionSource, addressingSource, caSource;  // "url", "AWS_REGION", ...
   std::uint64_t requestTimeoutMs = 60'000;  // timeout_ms: per attempt, request and response
+  // connections: the most connections open to the endpoint at once (requests beyond wait for
+  // one); unset, the opener's default (kDefaultStoreConnections, or cairn serve's own).
+  std::optional<std::size_t> connections;
 
   // The URL as given, safe to print (it never holds secrets).
   std::string text;
 };
+
+inline constexpr std::size_t kDefaultStoreConnections = 8;
+inline constexpr std::size_t kMaxStoreConnections = 1024;
 
 Result<StoreUrl, std::string> parseStoreUrl(std::string_view url);
 

@@ -847,3 +847,31 @@ TEST_CASE("S3 store: a store that ignores conditions is refused every time, neve
     }
   }
 }
+
+// The store URL's `connections` bounds the connections a store keeps open at once; without it
+// the default (kDefaultStoreConnections) applies. `cairn serve` passes its own default.
+TEST_CASE("S3 store: the URL's connections bounds the open connections", "[net][s3fake][store]") {
+  ::setenv("AWS_ACCESS_KEY_ID", "AKIDFAKE", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", std::string(kSecret).c_str(), 1);
+  for (const auto& [parameter, expected] :
+       std::vector<std::pair<std::string, int>>{{"&connections=3", 3},
+                                                {"", static_cast<int>(kDefaultStoreConnections)},
+                                                {"&connections=12", 12}}) {
+    INFO(parameter);
+    asio::io_context io;
+    FakeServer server(io.get_executor(), [](const FakeRequest&) {
+      return FakeReply{httpResponse(200, {{"ETag", "\"e\""}}, "v"), 30ms};
+    });
+    auto url = parseStoreUrl("s3://bkt?endpoint=" + server.endpoint() + "&dialect=rgw" + parameter);
+    REQUIRE(url.ok());
+    auto store = S3Store::open(io.get_executor(), *url);
+    REQUIRE(store.ok());
+    std::vector<asio::awaitable<StoreResult<StoredObject>>> gets;
+    for (int i = 0; i < 16; ++i) gets.push_back((*store)->get("k" + std::to_string(i), 1024));
+    auto results = runAsync(io, whenAll(std::move(gets)));
+    for (const auto& r : results) CHECK(r.ok());
+    // 16 requests of 30 ms each at once: the pool fills to its bound and no further.
+    CHECK(server.stats().peakOpen == expected);
+    CHECK(server.stats().requests == 16);
+  }
+}

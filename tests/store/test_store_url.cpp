@@ -61,6 +61,20 @@ TEST_CASE("store URLs: s3 with endpoint, region, dialect and root", "[store][url
     INFO(bad);
     CHECK_FALSE(parseStoreUrl(std::string("s3://bkt?endpoint=http://h&timeout_ms=") + bad).ok());
   }
+
+  CHECK_FALSE(u->connections.has_value());  // the opener's default
+  for (const auto& [text, n] : std::vector<std::pair<std::string, std::size_t>>{
+           {"1", 1}, {"64", 64}, {"1024", 1024}, {"0064", 64}}) {
+    auto pooled = parseStoreUrl("s3://bkt?endpoint=http://h&connections=" + text);
+    REQUIRE(pooled.ok());
+    CHECK(pooled->connections == n);
+  }
+  for (const char* bad : {"0", "1025", "", "x", "-1", "99999", "8 ", "1e2"}) {
+    INFO(bad);
+    auto pooled = parseStoreUrl(std::string("s3://bkt?endpoint=http://h&connections=") + bad);
+    REQUIRE_FALSE(pooled.ok());
+    CHECK_THAT(pooled.error(), Catch::Contains("connections"));
+  }
 }
 
 // Issue 22, defect 9: `&region=us-east-1%0d%0aX-Injected:%201` was percent-decoded into the
@@ -75,7 +89,7 @@ TEST_CASE("store URL: parameters are validated, never injected, never given twic
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
         "&ca=/etc/ssl/x%0d%0a", "&dialect=rgw%0a", "&addressing=path%0d", "&timeout_ms=1000%0a",
         "&region=us-east-1&region=eu-west-1", "&dialect=rgw&dialect=aws",
-        "&timeout_ms=1000&timeout_ms=2000"}) {
+        "&timeout_ms=1000&timeout_ms=2000", "&connections=8%0a", "&connections=2&connections=3"}) {
     INFO(bad);
     auto u = parseStoreUrl(base + bad);
     REQUIRE_FALSE(u.ok());
