@@ -141,6 +141,7 @@ class Ledger:
         self.lock = threading.Lock()
         self.commits = {}  # key -> {"table", "answers": [...], "kind"}
         self.acked = {}  # (table, committer) -> the newest index acknowledged
+        self.acked_keys = {}  # (table, committer, index) -> its Idempotency-Key
         self.loads = {}
         self.stale = []
         self.started = time.monotonic()
@@ -192,6 +193,7 @@ def committer(i, servers, token, ledger, deadline):
         if status == 200:
             with ledger.lock:
                 ledger.acked[(table, i)] = max(n, ledger.acked.get((table, i), 0))
+                ledger.acked_keys[(table, i, n)] = key
 
 
 def racer(i, servers, token, ledger, deadline):
@@ -222,10 +224,11 @@ def reader(servers, token, ledger, deadline):
             continue
         props = loaded.get("metadata", {}).get("properties", {})
         for c, n in floor.items():
-            shown = int(props.get(f"c{c}", "0:").split(":")[0])
-            if shown < n:
+            shown, _, shown_key = props.get(f"c{c}", "0:").partition(":")
+            if int(shown) < n:
                 with ledger.lock:
-                    ledger.stale.append((table, c, n, shown))
+                    ledger.stale.append((table, c, n, int(shown), ledger.acked_keys[(table, c, n)],
+                                         shown_key))
 
 
 def killer(servers, deadline):
@@ -353,11 +356,21 @@ def soak(store, proxy_path, tmp):
           f"the servers still running exit 0 on SIGTERM: {servers.stopped}")
 
     # The history, from the store alone (RGW directly, not through the proxy).
-    keys = {}
+    keys, position = {}, {}
     for table, table_uuid in uuids.items():
-        for k in history("rgw", store, table_uuid, tmp):
+        for i, k in enumerate(history("rgw", store, table_uuid, tmp)):
             keys.setdefault(k, []).append(table)
+            position[(table, k)] = i
     judge(ledger, keys, creations)
+    # A load that showed a committer's older value after its newer one was acknowledged is
+    # right only when the older commit landed after the newer one in the history: a commit whose
+    # client gave up (no final answer) can still wait for its log's turn in a server and land
+    # later. Anything else is a stale load.
+    late = [s for s in ledger.stale if (s[0], s[5]) in position and (s[0], s[4]) in position
+            and position[(s[0], s[5])] > position[(s[0], s[4])]]
+    stale = [s[:4] for s in ledger.stale if s not in late]
+    print(f"soak: loads that showed a commit which landed after a later acknowledged one: "
+          f"{len(late)}")
 
     counts, seen = {}, {}
     for c in ledger.commits.values():
@@ -377,7 +390,7 @@ def soak(store, proxy_path, tmp):
     check(servers.kills >= 1, f"a server was killed and restarted ({servers.kills})")
     for kind in ("drop", "reset", "delay", "500", "503"):
         check(faults.get(kind, 0) > 0, f"the proxy injected {kind} ({faults})")
-    check(not ledger.stale, f"no load older than an acknowledged commit: {ledger.stale[:3]}")
+    check(not stale, f"no load older than an acknowledged commit: {stale[:3]}")
     bad_loads = {s: n for s, n in ledger.loads.items() if s not in (200, 503, 504, None)}
     check(not bad_loads, f"loads answered 200, 503 or 504 (or lost with a server): {bad_loads}")
 
