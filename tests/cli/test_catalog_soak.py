@@ -10,7 +10,8 @@ then. Meanwhile:
 - racers add snapshots to one table, each requiring the main branch to still be the snapshot
   it read (proven conflicts: 409);
 - readers load tables and check that each committer's property shows a commit at least as
-  new as the last one acknowledged before the load began.
+  new as the last one acknowledged before the load began, or one that the store's history
+  holds after it (a commit whose client gave up can still land later).
 
 A client sends each logical commit with one Idempotency-Key and sends it again (to either
 server) after 503, 504 or a lost connection, at most ATTEMPTS times. Afterwards, from the store
