@@ -38,6 +38,15 @@ def server_pids():
     return pids
 
 
+def place_server(cpus):
+    """Pins every thread of the local server's processes to cpus (a taskset list); False when
+    no such process runs."""
+    pids = server_pids()
+    for pid in pids:
+        subprocess.run(["taskset", "-a", "-p", "-c", cpus, pid], check=True, capture_output=True)
+    return bool(pids)
+
+
 def server():
     """Jiffies of user and system time of the server's processes."""
     total = 0

@@ -61,7 +61,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "cli"))
 sys.path.insert(0, HERE)
 from cli_support import CatalogServer, catalog_metrics, js, run, s3_url  # noqa: E402
-from cpu_share import TICK, machine, server as rgw_jiffies, server_pids  # noqa: E402
+from cpu_share import TICK, machine, place_server, server as rgw_jiffies  # noqa: E402
 
 LAKE = "bench"
 SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "x", "type": "long",
@@ -212,11 +212,8 @@ def cpu_list(text):
 
 def place_store(cpus):
     """Pins every thread of the local store's processes to cpus (a taskset list)."""
-    pids = server_pids()
-    if not pids:
+    if not place_server(cpus):
         sys.exit("run_catalog: SERVER_CPUS is set but no local RGW process runs")
-    for pid in pids:
-        subprocess.run(["taskset", "-a", "-p", "-c", cpus, pid], check=True, capture_output=True)
 
 
 def ratio(a, b):

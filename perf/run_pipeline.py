@@ -54,7 +54,8 @@ import sys
 import tempfile
 import uuid
 
-from cpu_share import SERVER, server_pids  # the local server's processes (same directory)
+import cpu_share  # the local server's processes (same directory)
+from cpu_share import SERVER
 
 cairn = sys.argv[1] if len(sys.argv) > 1 else "build/engine/cairn"
 bench = sys.argv[2] if len(sys.argv) > 2 else "build-s3perf/perf/cairn_s3_bench"
@@ -125,13 +126,9 @@ SEGMENTS = ["--segment-mib", str(SEGMENT_MIB)]
 
 def place_server(cpus):
     """Pins every thread of the server's processes to cpus (a taskset list)."""
-    pids = server_pids()
-    if not pids:
+    if not cpu_share.place_server(cpus):
         sys.exit("run_pipeline.py: SERVER_CPUS is set but no local server process "
                  f"({', '.join(SERVER)}) runs")
-    for pid in pids:
-        subprocess.run(["taskset", "-a", "-p", "-c", cpus, pid], check=True,
-                       capture_output=True)
 
 
 def timed(name, argv, environ=env, stdin=None):
