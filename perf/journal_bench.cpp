@@ -45,6 +45,7 @@
 #include "engine/format/limits.hpp"
 #include "engine/journal/journal.hpp"
 #include "engine/runtime/async.hpp"
+#include "io/file.hpp"
 #include "io/uring.hpp"
 
 namespace {
@@ -79,6 +80,7 @@ class Json {
   }
   Json& count(std::string_view key, std::uint64_t v) { return raw(key, std::to_string(v)); }
   Json& text(std::string_view key, std::string_view v) { return raw(key, quote(v)); }
+  Json& flag(std::string_view key, bool v) { return raw(key, v ? "true" : "false"); }
   Json& object(std::string_view key, const Json& inner) { return raw(key, inner.str()); }
   Json& array(std::string_view key, const std::vector<Json>& items) {
     std::string out = "[";
@@ -232,6 +234,7 @@ struct AppendConfig {
   double seconds = 5;
   std::uint64_t records = 0;  // 0: run for `seconds`
   std::uint64_t maxBatchBytes = JournalOptions{}.maxBatchBytes;
+  bool preallocate = JournalOptions{}.preallocate;
   bool keep = false;
 };
 
@@ -274,6 +277,7 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
   fs::remove_all(dir, ec);
   JournalOptions options;
   options.maxBatchBytes = c.maxBatchBytes;
+  options.preallocate = c.preallocate;
   auto created = co_await Journal::create(uring, dir, u"bench", options);
   if (!created) co_return fail("create " + dir.string(), created.error());
   std::unique_ptr<Journal> journal = std::move(*created);
@@ -315,6 +319,7 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
       .count("value_size", c.valueSize)
       .count("appenders", c.appenders)
       .count("max_batch_bytes", c.maxBatchBytes)
+      .flag("room", c.preallocate)
       .number("seconds", elapsed)
       .count("appends", run.appended)
       .number("appends_per_s", appends / elapsed)
@@ -326,6 +331,8 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
       // The share of the time a batch's write + fdatasync was outstanding: what is left is
       // the loop's own work between two batches (the disk idle).
       .number("sync_busy", journal->stats().syncSeconds / elapsed)
+      .count("room_bytes", journal->stats().roomBytes)
+      .number("room_busy", journal->stats().roomSeconds / elapsed)
       .number("write_sync_mean_us",
               batches ? journal->stats().syncSeconds / double(batches) * 1e6 : 0)
       .number("latency_mean_us", run.latency.meanMicros())
@@ -363,7 +370,11 @@ struct SyncConfig {
   std::string prealloc = "none";
 };
 
+// Prepared bytes: zeros written take time, so 256 MiB (the writes wrap around in it); blocks
+// reserved by fallocate cost nothing to prepare, so 16 GiB, enough that no write comes back to
+// a block an earlier one made written.
 constexpr std::uint64_t kSyncPreallocBytes = std::uint64_t{256} << 20;
+constexpr std::uint64_t kSyncFallocateBytes = std::uint64_t{16} << 30;
 
 constexpr auto kSyncSlice = std::chrono::milliseconds(500);
 
@@ -393,7 +404,11 @@ asio::awaitable<int> runSyncs(io::Uring& uring, const SyncConfig& c) {
   if (fd < 0) co_return fail("open " + path.string(), Error{Errc::io, std::strerror(errno)});
   std::optional<std::string> failure;
   if (c.prealloc == "keep") {
-    if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(kSyncPreallocBytes)) != 0) {
+    if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(kSyncFallocateBytes)) != 0) {
+      failure = std::string("fallocate: ") + std::strerror(errno);
+    }
+  } else if (c.prealloc == "unwritten") {
+    if (::fallocate(fd, 0, 0, static_cast<off_t>(kSyncFallocateBytes)) != 0) {
       failure = std::string("fallocate: ") + std::strerror(errno);
     }
   } else if (c.prealloc == "written") {
@@ -408,19 +423,39 @@ asio::awaitable<int> runSyncs(io::Uring& uring, const SyncConfig& c) {
   if (!failure && ::fsync(fd) != 0) failure = std::string("fsync: ") + std::strerror(errno);
   const Bytes block = pseudoRandomBytes(c.bytes, 5);
   std::uint64_t offset = 0;
-  SyncMethodStats blocking, uringStats, dsyncStats, pairStats;
+  SyncMethodStats blocking, uringStats, dsyncStats, pairStats, directStats;
+  // The O_DIRECT method writes the same bytes rounded up to whole 4 KiB blocks.
+  const std::size_t directBytes = (c.bytes + 4095) / 4096 * 4096;
+  io::AlignedBuffer aligned = io::allocateAligned(directBytes);
+  std::memset(aligned.get(), 0, directBytes);
+  std::memcpy(aligned.get(), block.data(), block.size());
+  const int directFd = ::open(path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+  const unsigned methods = directFd >= 0 ? 5 : 4;
   const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(c.seconds));
-  for (unsigned method = 0; Clock::now() < end && !failure; method = (method + 1) % 4) {
+  for (unsigned method = 0; Clock::now() < end && !failure; method = (method + 1) % methods) {
     SyncMethodStats& stats = method == 0   ? blocking
                              : method == 1 ? uringStats
                              : method == 2 ? dsyncStats
-                                           : pairStats;
+                             : method == 3 ? pairStats
+                                           : directStats;
     const auto sliceStart = Clock::now();
     const auto cpuBefore = CpuTimes::now();
     while (Clock::now() - sliceStart < kSyncSlice && !failure) {
+      const std::uint64_t prepared =
+          c.prealloc == "written" ? kSyncPreallocBytes : kSyncFallocateBytes;
+      if (c.prealloc != "none" && offset + 2 * block.size() > prepared) {
+        offset = 0;  // stay inside the prepared blocks: every write is an overwrite
+      }
       const auto t0 = Clock::now();
-      if (method == 1) {
+      if (method == 4) {
+        // O_DIRECT: the block (rounded up to 4 KiB, at a 4 KiB-aligned offset) goes to the
+        // device from our buffer, without the page cache or io_uring's worker threads.
+        auto w = co_await uring.writeDurable(directFd, std::span(aligned.get(), directBytes),
+                                             offset / 4096 * 4096);
+        if (!w) failure = w.error().message();
+        offset = (offset / 4096 * 4096) + directBytes - block.size();
+      } else if (method == 1) {
         auto w = co_await uring.write(fd, block, offset);
         if (w) w = co_await uring.fdatasync(fd);
         if (!w) failure = w.error().message();
@@ -453,6 +488,7 @@ asio::awaitable<int> runSyncs(io::Uring& uring, const SyncConfig& c) {
     stats.seconds += secondsBetween(sliceStart, Clock::now());
   }
   ::close(fd);
+  if (directFd >= 0) ::close(directFd);
   fs::remove_all(dir, ec);
   if (failure) co_return fail("syncs", Error{Errc::io, *failure});
   Json out;
@@ -462,7 +498,8 @@ asio::awaitable<int> runSyncs(io::Uring& uring, const SyncConfig& c) {
       .object("blocking_pwrite_fdatasync", blocking.json("blocking"))
       .object("uring_write_then_fdatasync", uringStats.json("uring"))
       .object("uring_write_dsync", dsyncStats.json("uring_dsync"))
-      .object("uring_write_dsync_two_in_flight", pairStats.json("uring_dsync_pairs"));
+      .object("uring_write_dsync_two_in_flight", pairStats.json("uring_dsync_pairs"))
+      .object("uring_direct_dsync", directStats.json("uring_direct_dsync"));
   std::printf("%s\n", out.str().c_str());
   co_return 0;
 }
@@ -780,6 +817,9 @@ int main(int argc, char** argv) {
   appendCmd->add_option("--records", append.records, "stop after this many records instead");
   appendCmd->add_option("--max-batch-bytes", append.maxBatchBytes, "JournalOptions::maxBatchBytes")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
+  appendCmd->add_flag(
+      "--no-room", [&](std::int64_t) { append.preallocate = false; },
+      "batches extend the file (JournalOptions::preallocate = false)");
   appendCmd->add_flag("--keep", append.keep, "keep the journal directory");
 
   PrefixConfig prefix;
@@ -813,8 +853,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{16} << 20));
   syncsCmd->add_option("--seconds", syncs.seconds, "run length (all methods together)")
       ->check(CLI::Range(0.5, kMaxSeconds));
-  syncsCmd->add_option("--prealloc", syncs.prealloc, "none, keep (fallocate) or written")
-      ->check(CLI::IsMember({"none", "keep", "written"}));
+  syncsCmd
+      ->add_option("--prealloc", syncs.prealloc,
+                   "none, keep (fallocate, size kept), unwritten (fallocate) or written")
+      ->check(CLI::IsMember({"none", "keep", "unwritten", "written"}));
 
   CLI11_PARSE(app, argc, argv);
 

@@ -203,11 +203,28 @@ bool unwrittenBlockIn(ByteView tail, std::uint64_t boundary, std::size_t end) {
 
 }  // namespace
 
-TailJudgement judgeTail(ByteView tail, std::uint64_t boundary, std::uint64_t nextSequence) {
-  const auto judged = [](bool torn, std::string why) {
-    return TailJudgement{torn, std::move(why)};
+TailJudgement judgeTail(ByteView whole, std::uint64_t boundary, std::uint64_t nextSequence) {
+  const auto judged = [](bool torn, std::string why, std::size_t written = 0) {
+    return TailJudgement{torn, written, std::move(why)};
   };
-  if (tail.empty()) return judged(false, "no tail");
+  if (whole.empty()) return judged(false, "no tail");
+  // 0. The writer's room: at most one torn batch, then zeros to the end of its room.
+  if (whole.size() > kMaxTailBytes) {
+    return judged(false, std::to_string(whole.size()) +
+                             " bytes follow the last valid frame, more than a torn batch and "
+                             "the writer's room (" +
+                             std::to_string(kMaxTailBytes) + ") can hold");
+  }
+  const auto lastWritten =
+      std::find_if(whole.rbegin(), whole.rend(), [](std::uint8_t b) { return b != 0; });
+  const std::size_t written = static_cast<std::size_t>(whole.rend() - lastWritten);
+  if (written == 0) {
+    return judged(true, "zeros only after the last frame (the writer's room)");
+  }
+  // What follows is judged on the bytes up to the last one that is not zero: the zeros after
+  // it are the room, or blocks of the batch never written.
+  const ByteView tail = whole.first(written);
+  const auto torn = [&](std::string why) { return judged(true, std::move(why), written); };
   const bool headerWhole = tail.size() >= limits::kFrameHeaderBytes;
   const bool plausible = headerWhole && plausibleHeader(tail.data(), nextSequence);
   const std::uint64_t declared = plausible ? frameLength(loadBe32(tail.data())) : 0;
@@ -239,15 +256,15 @@ TailJudgement judgeTail(ByteView tail, std::uint64_t boundary, std::uint64_t nex
         return judged(false, "a complete last frame whose length field is damaged");
       }
     }
-    return judged(true, "the file ends inside the frame of sequence " +
-                            std::to_string(nextSequence) + " (a write cut short)");
+    return torn("the written bytes end inside the frame of sequence " +
+                std::to_string(nextSequence) + " (a write cut short)");
   }
   // 3. A whole frame (or a header) that is wrong: only blocks never written explain it.
   const std::size_t extent = plausible ? static_cast<std::size_t>(declared)
                                        : static_cast<std::size_t>(limits::kFrameHeaderBytes);
   if (unwrittenBlockIn(tail, boundary, extent)) {
-    return judged(true, "the frame of sequence " + std::to_string(nextSequence) +
-                            " holds a block that was never written (zeros)");
+    return torn("the frame of sequence " + std::to_string(nextSequence) +
+                " holds a block that was never written (zeros)");
   }
   return judged(false, plausible ? "a complete frame with a wrong CRC32C and no unwritten block"
                                  : "a frame header that is neither valid nor unwritten");

@@ -48,13 +48,26 @@ inline constexpr std::uint64_t kCrashBlockBytes = 512;
 inline constexpr std::uint64_t kMaxTornTailBytes =
     std::max<std::uint64_t>(kMaxBatchBytes, limits::kFrameOverheadBytes + limits::kMaxPayloadBytes);
 
+// The writer keeps zeros, written and durable, ahead of its frames: the file's length is the
+// next multiple of this past the last batch (docs/journal.md, "Room"). A crash can leave up
+// to one room of zeros beyond the bytes of the last batch.
+inline constexpr std::uint64_t kJournalRoomBytes = std::uint64_t{16} << 20;
+// The most bytes after the last valid frame the writer can leave: a torn batch and its room.
+inline constexpr std::uint64_t kMaxTailBytes = kMaxTornTailBytes + kJournalRoomBytes;
+
 // What the bytes after the last valid frame are (docs/journal.md, "Torn tails"). A crash can
 // leave only the last batch incomplete: its bytes end early (the file ends inside a frame),
 // or whole blocks of it were never written and read back as zeros. Anything else there (a
 // flipped byte in a complete frame, a wrong sequence, a length that the bytes contradict) is
 // damage that no crash explains.
+// Zeros after the last batch's bytes are the writer's room (kJournalRoomBytes), or blocks of
+// that batch never written: the bytes up to the last one that is not zero are judged, and a
+// tail of zeros only is the room, with nothing to cut.
 struct TailJudgement {
-  bool torn = false;   // a crash explains it: the bytes may be cut (and kept as evidence)
+  bool torn = false;  // a crash explains it: the bytes may be cut (and kept as evidence)
+  // When torn: the tail's bytes up to its last one that is not zero (what a cut keeps as
+  // evidence); 0 when the tail is zeros only (the room: nothing to cut).
+  std::size_t writtenBytes = 0;
   std::string reason;  // what was found, for messages
 };
 // `tail`: the file's bytes from `boundary` (the end of the last valid frame) to its end;

@@ -55,6 +55,10 @@ struct JournalOptions {
   // its missing pages come from the disk (io::cachedPages). False: every large read is direct
   // (tests of the direct path).
   bool cachedChunksFromCache = true;
+  // Write zeros ahead of the frames, kJournalRoomBytes at a time, and make them durable, so a
+  // batch's O_DSYNC write overwrites written blocks and syncs no metadata (docs/journal.md,
+  // "Room"; docs/decisions.md D50). False: each batch extends the file (tests, measurements).
+  bool preallocate = true;
 };
 
 inline constexpr std::uint64_t kMinDirectReadBytes = std::uint64_t{64} << 10;
@@ -71,7 +75,9 @@ struct AcknowledgedPrefix {
 // What a scan found after the last valid frame (judgeTail) and what became of it.
 struct TornTail {
   std::uint64_t offset = 0;        // the end of the last valid frame: where a cut starts
-  std::uint64_t bytes = 0;         // the bytes from there to the file's end
+  std::uint64_t bytes = 0;         // its bytes: to the last one that is not zero (the zeros
+                                   // after it are the writer's room), or to the file's end
+                                   // when cut on request
   std::uint64_t sequence = 0;      // the sequence of the first frame it would cut
   std::string reason;              // judgeTail's reason
   bool crashShaped = true;         // false: cut on request (JournalOptions::cutDamagedTail)
@@ -91,6 +97,10 @@ struct JournalStats {
   std::uint64_t largestBatch = 0;  // records in the largest batch
   std::array<std::uint64_t, kBatchBounds.size() + 1> batches{};  // by records, per bucket
   double syncSeconds = 0;  // time from each batch's durable write to its end, summed
+  // The room (docs/journal.md): zeros written ahead of the frames, and the time it took (part
+  // of syncSeconds: the batch that passed the room's end waited for it).
+  std::uint64_t roomBytes = 0;
+  double roomSeconds = 0;
 };
 
 class Journal {
@@ -182,6 +192,7 @@ class Journal {
   struct Impl;
   Journal(io::Uring& uring, JournalOptions options);
   boost::asio::awaitable<void> writeBatches();
+  boost::asio::awaitable<io::IoResult<void>> makeRoom(std::uint64_t from, std::uint64_t need);
   void noteBatch(std::uint64_t records, std::uint64_t bytes, double seconds);
   boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
   boost::asio::awaitable<Res<void>> handleTail(std::uint64_t boundary, std::uint64_t fileSize,

@@ -24,6 +24,30 @@ def check(cond, what):
         print("FAIL:", what, flush=True)
 
 
+def journal_end(data):
+    """Where a journal file's frames end (docs/formats.md §1): after the header (magic, version,
+    code-unit count, the id's UTF-16 units, CRC-32C), each frame is a 32-bit length, a 64-bit
+    sequence (1, 2, ...), the payload and a CRC. The writer keeps zeros after the frames (its
+    room, docs/journal.md): callers check that only zeros follow."""
+    import struct
+    (units,) = struct.unpack(">I", data[12:16])
+    pos, seq = 20 + 2 * units, 1
+    while pos + 16 <= len(data):
+        length, s = struct.unpack(">IQ", data[pos:pos + 12])
+        if s != seq or pos + 16 + length > len(data):
+            break
+        pos += 16 + length
+        seq += 1
+    return pos
+
+
+def journal_frames(data, what):
+    """The journal's bytes up to the end of its frames, checking that only zeros follow."""
+    end = journal_end(data)
+    check(data[end:].count(0) == len(data) - end, f"{what}: only zeros after the frames")
+    return data[:end]
+
+
 def finish():
     print(f"{counts['passed']} checks passed, {counts['failed']} failed")
     sys.exit(1 if counts["failed"] else 0)

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import uuid
 
-from cli_support import FakeS3Server, cairn, check, finish, js, records, run
+from cli_support import FakeS3Server, cairn, check, finish, journal_end, js, records, run
 
 
 def sh(script, timeout=60, env=None):
@@ -98,22 +98,27 @@ def defect_1_torn_tail(tmp):
         f.write(before)
     check(run("append", db, stdin=b"one more\n").returncode == 0, "defect 1: append again")
     whole = open(journal, "rb").read()
-    with open(journal, "wb") as f:
-        f.write(whole[:-3])  # the last frame's write cut short
+    # The last frame's write cut short, then the writer's room (zeros, docs/journal.md).
+    start, end = journal_end(before), journal_end(whole)
+    torn_bytes = whole[start:end - 3].rstrip(b"\0")
+    with open(journal, "r+b") as f:
+        f.seek(end - 3)
+        f.write(b"\0\0\0")
+    crashed = open(journal, "rb").read()
     r = run("status", db, "--offline", "--json")
     out = js(r)
     torn = out.get("torn_tail") or {}
-    check(r.returncode == 0 and torn.get("bytes") == len(whole) - 3 - len(before),
+    check(r.returncode == 0 and torn.get("bytes") == len(torn_bytes),
           f"defect 1: status reports the torn tail: {r.stdout!r} {r.stderr!r}")
-    check(len(open(journal, "rb").read()) == len(whole) - 3, "defect 1: status cut nothing")
+    check(open(journal, "rb").read() == crashed, "defect 1: status cut nothing")
     r = run("append", db, stdin=b"after the cut\n")
     err = r.stderr.decode(errors="replace")
     check(r.returncode == 0 and "cut" in err and "kept in" in err,
           f"defect 1: the cut is said on stderr: {err!r}")
     check(r.stdout.strip() == b"1001", f"defect 1: the cut frame's sequence was never acknowledged: {r.stdout!r}")
     kept = [n for n in os.listdir(db) if n.startswith("journal.torn-")]
-    check(len(kept) == 1 and open(os.path.join(db, kept[0]), "rb").read() ==
-          whole[len(before):-3], f"defect 1: the cut bytes are kept: {kept}")
+    check(len(kept) == 1 and open(os.path.join(db, kept[0]), "rb").read() == torn_bytes,
+          f"defect 1: the cut bytes are kept: {kept}")
     out = js(run("status", db, "--offline", "--json"))
     check([f.get("file") for f in out.get("torn_tail_files", [])] == kept,
           f"defect 1: status lists the kept bytes: {out}")
@@ -467,6 +472,10 @@ def also_lost_state_and_full_disk(tmp):
         fdb = os.path.join(full, "db")
         check(run("init", fdb, "--db-id", "full").returncode == 0, "also: init on tmpfs")
         check(run("append", fdb, stdin=b"one\ntwo\n").returncode == 0, "also: append")
+        # No space for the writer's 16 MiB room (docs/journal.md): the batch extends the file
+        # instead, and the zeros that did fit are given back.
+        size = os.path.getsize(os.path.join(fdb, "journal"))
+        check(size < 64 * 1024, f"also: no room kept where there is no space for it: {size}")
         subprocess.run(["dd", "if=/dev/zero", f"of={full}/filler", "bs=64k"], capture_output=True)
         r = run("status", fdb, "--offline", "--json")
         check(r.returncode == 0 and js(r).get("journal_end_sequence") == 2,

@@ -21,7 +21,8 @@ import tempfile
 import time
 import uuid
 
-from cli_support import cairn, chain_ok, check, finish, js, records, run, test_stores
+from cli_support import (cairn, chain_ok, check, finish, journal_frames, js, records, run,
+                         test_stores)
 
 POINTS = [
     "before-upload", "after-upload", "before-upload:2", "after-upload:3",
@@ -229,14 +230,16 @@ def backend(tmp, store, label):
     check(r.returncode == 0 and rec.get("head_id") == entries[0]["id"],
           f"{label}: recover the current head: {r.stdout!r} {r.stderr!r}")
     rebuilt = open(os.path.join(tmp, f"rec-{label}", "journal"), "rb").read()
-    check(rebuilt == journal[:entries[0]["prefix_length"]] and len(rebuilt) == len(journal),
-          f"{label}: the recovered journal is byte-identical")
+    check(journal_frames(rebuilt, f"{label}: recovered") == journal[:entries[0]["prefix_length"]]
+          and journal_frames(journal, label) == journal[:entries[0]["prefix_length"]],
+          f"{label}: the recovered journal's frames are byte-identical")
     oldest = entries[-1]
     r = run("recover", os.path.join(tmp, f"rec-old-{label}"), "--store", store, "--namespace",
             ns, "--head", oldest["id"], "--json")
     check(r.returncode == 0 and js(r).get("revision") == 1, f"{label}: recover --head: {r.stderr!r}")
     old_rebuilt = open(os.path.join(tmp, f"rec-old-{label}", "journal"), "rb").read()
-    check(old_rebuilt == journal[:oldest["prefix_length"]],
+    check(journal_frames(old_rebuilt, f"{label}: recovered --head") ==
+          journal[:oldest["prefix_length"]],
           f"{label}: the older head's journal is the exact prefix")
     r = run("recover", os.path.join(tmp, f"rec-{label}"), "--store", store, "--namespace", ns)
     check(r.returncode == 2 and b"not empty" in r.stderr, f"{label}: a non-empty DIR is refused")

@@ -342,6 +342,17 @@ TEST_CASE("vectors: journals and their prefixes", "[vectors]") {
   CHECK(v::kJournalPrefixes[0].sha256Hex == v::kJournalHeaders[0].lineageHex);
 }
 
+TEST_CASE("vectors: journal tails, torn or damage, and the room after them", "[vectors]") {
+  for (const auto& t : v::kTails) {
+    INFO("tail " << t.name);
+    const Bytes tail = hex(t.tailHex);
+    const TailJudgement judged = judgeTail(tail, t.boundary, t.nextSequence);
+    INFO(judged.reason);
+    CHECK(judged.torn == t.torn);
+    if (t.torn) CHECK(judged.writtenBytes == t.writtenBytes);
+  }
+}
+
 // ---- segments -------------------------------------------------------------------------------
 
 TEST_CASE("vectors: segment objects", "[vectors]") {

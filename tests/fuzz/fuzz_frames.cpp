@@ -1,5 +1,7 @@
 // Fuzzes FrameScanner: feeding the input whole or in arbitrary chunks gives the same verdict,
-// and every accepted run of frames re-encodes to the same bytes.
+// and every accepted run of frames re-encodes to the same bytes. Then judgeTail on what follows
+// the accepted frames: what it would cut ends at a byte that is not zero, and zeros appended
+// after it (the writer's room) change neither its verdict nor what it would cut.
 #include <cstdlib>
 #include <cstring>
 
@@ -33,5 +35,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (at > 0 && std::memcmp(again.data(), bytes.data(), at) != 0)) {
     std::abort();
   }
+
+  const cairn::ByteView tail = bytes.subspan(at);
+  if (tail.empty()) return 0;
+  const auto judged = cairn::judgeTail(tail, whole.boundaryOffset(), whole.nextSequence());
+  if (judged.writtenBytes > tail.size()) std::abort();
+  if (judged.torn) {
+    for (std::size_t i = judged.writtenBytes; i < tail.size(); ++i) {
+      if (tail[i] != 0) std::abort();
+    }
+    if (judged.writtenBytes > 0 && tail[judged.writtenBytes - 1] == 0) std::abort();
+  }
+  cairn::Bytes roomy(tail.begin(), tail.end());
+  roomy.resize(roomy.size() + 1 + std::size_t{data[0]} * 61, 0);
+  const auto padded = cairn::judgeTail(roomy, whole.boundaryOffset(), whole.nextSequence());
+  if (padded.torn != judged.torn || padded.writtenBytes != judged.writtenBytes) std::abort();
   return 0;
 }

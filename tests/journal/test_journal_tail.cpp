@@ -5,6 +5,7 @@
 // numbers reused).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,6 +20,7 @@
 #include "io/file.hpp"
 #include "io/uring.hpp"
 #include "tests/io/io_test_support.hpp"
+#include "tests/journal/journal_test_support.hpp"
 
 using namespace cairn;
 namespace asio = boost::asio;
@@ -44,7 +46,11 @@ struct Regions {
   fs::path journalFile() const { return db() / Journal::kFileName; }
 
   explicit Regions(bool withState = true) {
-    auto j = std::move(*runToCompletion(context, Journal::create(uring, db(), u"db")));
+    // A file of frames only, no room after them (test_journal_room.cpp has the room): the
+    // cases below lay out what a crash leaves at the file's end.
+    JournalOptions framesOnly;
+    framesOnly.preallocate = false;
+    auto j = std::move(*runToCompletion(context, Journal::create(uring, db(), u"db", framesOnly)));
     for (int i = 1; i <= 200; ++i) {
       REQUIRE(runToCompletion(context, j->append(asBytes(payload(i)))).ok());
     }
@@ -103,13 +109,7 @@ struct Regions {
     return runToCompletion(context, Journal::open(uring, db(), o));
   }
   void damage(const Bytes& bytes) { writeWholeFile(journalFile(), bytes); }
-  std::vector<fs::path> tornFiles() const {
-    std::vector<fs::path> out;
-    for (const auto& e : fs::directory_iterator(db())) {
-      if (e.path().filename().string().rfind(kTornTailFilePrefix, 0) == 0) out.push_back(e.path());
-    }
-    return out;
-  }
+  std::vector<fs::path> tornFiles() const { return test::tornFilesIn(db()); }
 };
 
 // The frame whose bytes hold `offset`.
@@ -200,19 +200,26 @@ TEST_CASE("journal tail: a write cut short inside the last batch is cut, and the
       REQUIRE(opened.ok());
       Journal& j = **opened;
       CHECK(j.endSequence() == s - 1);
+      // The torn bytes end at the last one that is not zero (zeros after it read as the
+      // writer's room); zeros only are the room, and nothing is cut.
+      const Bytes kept = test::writtenPart(ByteView(cutShort).subspan(r.ends[s - 1]));
+      if (kept.empty()) {
+        CHECK_FALSE(j.tornTail());
+        CHECK(readWholeFile(r.journalFile()) == cutShort);
+        continue;
+      }
       REQUIRE(j.tornTail());
       CHECK(j.tornTail()->cut);
       CHECK(j.tornTail()->crashShaped);
       CHECK(j.tornTail()->offset == r.ends[s - 1]);
-      CHECK(j.tornTail()->bytes == into);
+      CHECK(j.tornTail()->bytes == kept.size());
       // The journal keeps every whole frame; the cut bytes are in the evidence file.
       CHECK(readWholeFile(r.journalFile()) ==
             Bytes(r.file.begin(), r.file.begin() + static_cast<std::ptrdiff_t>(r.ends[s - 1])));
       auto files = r.tornFiles();
       REQUIRE(files.size() == 1);
       CHECK(files[0] == j.tornTail()->evidence);
-      CHECK(readWholeFile(files[0]) ==
-            Bytes(cutShort.begin() + static_cast<std::ptrdiff_t>(r.ends[s - 1]), cutShort.end()));
+      CHECK(readWholeFile(files[0]) == kept);
       // The next append continues the sequence after the last whole frame.
       auto next = runToCompletion(r.context, j.append(asBytes("after the cut")));
       REQUIRE(next.ok());
@@ -272,7 +279,8 @@ TEST_CASE("journal tail: a read-only open reports a torn tail and leaves it to t
   CHECK((*opened)->endSequence() == 207);
   REQUIRE((*opened)->tornTail());
   CHECK_FALSE((*opened)->tornTail()->cut);
-  CHECK((*opened)->tornTail()->bytes == 5);
+  // 5 bytes: the length field and the sequence's first byte, a zero (not counted).
+  CHECK((*opened)->tornTail()->bytes == 4);
   CHECK_FALSE(runToCompletion(r.context, (*opened)->append(asBytes("no"))).ok());
   opened->reset();
   CHECK(readWholeFile(r.journalFile()) == cutShort);  // nothing written
@@ -295,6 +303,14 @@ TEST_CASE("journal tail: a journal shorter than the acknowledged prefix is refus
     CHECK_THAT(opened.error().message, Catch::Contains("acknowledged"));
     CHECK(readWholeFile(r.journalFile()) == shorter);
     CHECK(r.tornFiles().empty());
+    // Zeros after it (what the writer's room looks like) do not make it whole.
+    Bytes roomy = shorter;
+    roomy.resize(shorter.size() + 8192, 0);
+    r.damage(roomy);
+    auto withRoom = r.open();
+    REQUIRE_FALSE(withRoom.ok());
+    CHECK_THAT(withRoom.error().message, Catch::Contains("acknowledged"));
+    CHECK(readWholeFile(r.journalFile()) == roomy);
   }
   // Exactly the acknowledged prefix is a journal ending where it should.
   Bytes exact(r.file.begin(), r.file.begin() + static_cast<std::ptrdiff_t>(r.published));
@@ -311,7 +327,7 @@ TEST_CASE("journal tail: a journal shorter than the acknowledged prefix is refus
   auto cut = r.open();
   REQUIRE(cut.ok());
   CHECK((*cut)->endSequence() == 100);
-  CHECK((*cut)->tornBytesCut() == 9);
+  CHECK((*cut)->tornBytesCut() == 4);  // the length field; the sequence's first bytes are zeros
 }
 
 TEST_CASE(
@@ -401,8 +417,11 @@ TEST_CASE("judgeTail: only what a crash can leave is torn", "[journal][format]")
   Bytes shortRun = frame;
   std::fill(shortRun.begin() + 100, shortRun.begin() + 300, 0);
   CHECK_FALSE(judgeTail(shortRun, at, 7).torn);
-  // All zeros (the file grew, nothing of the batch was written).
+  // All zeros: the writer's room (or the file grew and nothing of the batch was written);
+  // nothing to cut.
   CHECK(judgeTail(Bytes(3000, 0), at, 7).torn);
+  CHECK(judgeTail(Bytes(3000, 0), at, 7).writtenBytes == 0);
+  CHECK(judgeTail(Bytes(kMaxTailBytes, 0), at, 7).torn);
   // An incomplete frame followed by a valid later one: a damaged length, not a tear.
   Bytes two;
   appendFrame(two, 7, Bytes(50, 'a'));
@@ -413,6 +432,46 @@ TEST_CASE("judgeTail: only what a crash can leave is torn", "[journal][format]")
   Bytes last = frame;
   storeBe32(last.data(), 4000);
   CHECK_FALSE(judgeTail(last, at, 7).torn);
-  // More than one batch can hold.
-  CHECK_FALSE(judgeTail(Bytes(kMaxBatchBytes + 1, 0), at, 7).torn);
+  // More than a torn batch and its room can hold; bytes not zero over more than one batch.
+  CHECK_FALSE(judgeTail(Bytes(kMaxTailBytes + 1, 0), at, 7).torn);
+  CHECK_FALSE(judgeTail(Bytes(kMaxBatchBytes + 1, 'x'), at, 7).torn);
+}
+
+TEST_CASE("judgeTail: zeros after the written bytes are the room, judged as if absent",
+          "[journal][format]") {
+  const std::uint64_t at = 1000;
+  Bytes frame;
+  appendFrame(frame, 7, Bytes(2000, 'p'));
+  const auto withRoom = [](ByteView bytes, std::size_t zeros) {
+    Bytes out(bytes.begin(), bytes.end());
+    out.resize(out.size() + zeros, 0);
+    return out;
+  };
+  for (std::size_t zeros : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20}) {
+    INFO(zeros << " zeros after");
+    // A write cut short, then room: torn, and only the written bytes are cut and kept.
+    const ByteView cut = ByteView(frame).first(100);
+    const TailJudgement short_ = judgeTail(withRoom(cut, zeros), at, 7);
+    CHECK(short_.torn);
+    CHECK(short_.writtenBytes == 100);
+    // A frame whose last bytes never reached the disk (zeros to the room): torn.
+    const TailJudgement head = judgeTail(withRoom(ByteView(frame).first(600), zeros), at, 7);
+    CHECK(head.torn);
+    CHECK(head.writtenBytes == 600);
+    // A complete frame with a flipped bit stays damage, whatever zeros follow.
+    Bytes flipped = frame;
+    flipped[20] ^= 0x10;
+    CHECK_FALSE(judgeTail(withRoom(flipped, zeros), at, 7).torn);
+    // Bytes that cannot begin a frame of sequence 7 stay damage.
+    CHECK_FALSE(judgeTail(withRoom(Bytes{0x02, 0, 0, 0, 0, 0}, zeros), at, 7).torn);
+  }
+  // The written bytes end at the last one that is not zero: a header whose sequence field
+  // ends in zeros is cut where its bytes stop being written.
+  Bytes header;
+  appendFrame(header, 256, Bytes(40, 'q'));  // sequence 0x100: its last byte is zero
+  const TailJudgement h = judgeTail(withRoom(ByteView(header).first(12), 500), at, 256);
+  CHECK(h.torn);
+  CHECK(h.writtenBytes == 11);
+  // The bound counts the room: a tail of room and written bytes over kMaxTailBytes is damage.
+  CHECK_FALSE(judgeTail(withRoom(ByteView(frame).first(100), kMaxTailBytes), at, 7).torn);
 }

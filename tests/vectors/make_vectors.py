@@ -38,6 +38,7 @@ MAX_DATABASE_ID_UNITS = 32_768
 MIN_JOURNAL_HEADER_BYTES = 22
 MAX_JOURNAL_HEADER_BYTES = 65_556
 FRAME_OVERHEAD = 16
+CRASH_BLOCK = 512  # kCrashBlockBytes: a block of a batch either reached the disk or reads as zeros
 MAX_PAYLOAD = 16 * 1024 * 1024
 MAX_PREFIX_FRAMES = 268_435_456
 MAX_PREFIX_BYTES = (1 << 53) - 1
@@ -1347,6 +1348,35 @@ class Gen:
         self.frames = [(1, b""), (2, b"hello"), (7, bytes(range(256))[:40]),
                        (MAX_PREFIX_FRAMES, b"x")]
 
+        # Journal tails (docs/journal.md, "Torn tails" and "Room"): the bytes after the last
+        # valid frame, built as the crash or the damage they stand for, with the verdict that
+        # shape must get. A torn tail's written bytes end at its last byte that is not zero;
+        # the zeros after them are the writer's room.
+        self.tails = []
+        frame7 = encode_frame(7, b"p" * 2000)
+        boundary = 1000  # not a multiple of the 512-byte crash block
+
+        def tail(name: str, data: bytes, sequence: int, torn: bool, written: int) -> None:
+            if torn:
+                assert written == len(data.rstrip(b"\0"))
+            self.tails.append((name, data, boundary, sequence, torn, written))
+
+        tail("room_zeros_only", bytes(4096), 7, True, 0)
+        tail("cut_short_no_room", frame7[:100], 7, True, 100)
+        tail("cut_short_then_room", frame7[:100] + bytes(4000), 7, True, 100)
+        frame256 = encode_frame(256, b"q" * 40)
+        assert frame256[11] == 0  # sequence 0x100: the header's last byte is zero
+        tail("header_ending_in_zero_then_room", frame256[:12] + bytes(500), 256, True, 11)
+        first_block = (boundary // CRASH_BLOCK + 2) * CRASH_BLOCK - boundary
+        holed = bytearray(frame7)
+        holed[first_block:first_block + CRASH_BLOCK] = bytes(CRASH_BLOCK)
+        tail("sector_never_written_then_room", bytes(holed) + bytes(700), 7, True, len(frame7))
+        flipped = bytearray(frame7)
+        flipped[20] ^= 0x10
+        tail("flipped_byte_then_room", bytes(flipped) + bytes(700), 7, False, 0)
+        tail("wrong_sequence_then_room", encode_frame(8, b"p" * 50) + bytes(300), 7, False, 0)
+        tail("length_over_cap_then_room", bytes([2, 0, 0, 0, 0, 0]) + bytes(64), 7, False, 0)
+
         # The small journal: records, prefixes, segments, manifests
         j = self.db
         assert scan_frames(j.data[len(j.header):], 1) == 4
@@ -2608,6 +2638,15 @@ class Gen:
         w("};")
         w("")
 
+        w("// Journal tails: the bytes after the last valid frame at `boundary`, what judgeTail must")
+        w("// say (torn: a crash explains them) and the bytes a cut keeps (to the last one not zero).")
+        w("inline constexpr TailVector kTails[] = {")
+        for name, data, at, seq, torn, written in self.tails:
+            w(f'    {{"{name}", {at}u, {seq}u, {str(torn).lower()}, {written}u,')
+            w(f"     {hexlit(data)}}},")
+        w("};")
+        w("")
+
         def journal(prefix: str, jj: Journal, title: str) -> None:
             w(f"// {title}")
             w(f"inline constexpr std::string_view k{prefix}Records[] = {{"
@@ -2950,6 +2989,15 @@ struct FrameVector {
   std::string_view payloadHex;
   std::string_view frameHex;
   std::uint32_t crc;
+};
+
+struct TailVector {
+  std::string_view name;
+  std::uint64_t boundary;
+  std::uint64_t nextSequence;
+  bool torn;
+  std::uint64_t writtenBytes;
+  std::string_view tailHex;
 };
 
 struct PrefixVector {

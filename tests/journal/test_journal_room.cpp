@@ -1,0 +1,239 @@
+// The journal's room (docs/journal.md, "Room"; docs/decisions.md D50): the writer keeps zeros,
+// written and durable, ahead of its frames, so a batch's O_DSYNC write overwrites written
+// blocks. Zeros after the last frame are the journal's clean end; a batch torn inside the room
+// is cut at its last whole frame as a torn tail is, keeping only the bytes that were written;
+// damage stays damage.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/sha256.hpp"
+#include "engine/format/journal_format.hpp"
+#include "engine/journal/journal.hpp"
+#include "io/uring.hpp"
+#include "tests/io/io_test_support.hpp"
+#include "tests/journal/journal_test_support.hpp"
+
+using namespace cairn;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using io::test::readWholeFile;
+using io::test::runToCompletion;
+using io::test::writeWholeFile;
+
+namespace {
+
+struct Roomy {
+  io::test::TempDir dir;
+  asio::io_context context{1};
+  io::Uring uring{context, 64};
+  std::uint64_t end = 0;  // the end of the last frame
+  Bytes file;             // the journal as written: frames, then the room
+
+  fs::path db() const { return dir.path() / "db"; }
+  fs::path journalFile() const { return db() / Journal::kFileName; }
+
+  Roomy() {
+    auto j = std::move(*runToCompletion(context, Journal::create(uring, db(), u"db")));
+    for (int i = 1; i <= 20; ++i) {
+      REQUIRE(runToCompletion(context, j->append(asBytes(payload(i)))).ok());
+    }
+    end = j->endOffset();
+    j.reset();
+    file = readWholeFile(journalFile());
+  }
+  static std::string payload(int i) {
+    return "record " + std::to_string(i) + " " + std::string(300 + i * 7, 'a' + i % 26);
+  }
+  // Frames `first`.. of a batch that was being written into the room when the crash came.
+  static Bytes batch(std::uint64_t first, int count) {
+    Bytes out;
+    for (int i = 0; i < count; ++i) {
+      appendFrame(out, first + i, asBytes(payload(static_cast<int>(first) + i)));
+    }
+    return out;
+  }
+  // The file with `bytes` written over the room at the journal's end (the size unchanged).
+  Bytes overwritten(ByteView bytes) const {
+    Bytes out = file;
+    REQUIRE(end + bytes.size() <= out.size());
+    std::copy(bytes.begin(), bytes.end(), out.begin() + static_cast<std::ptrdiff_t>(end));
+    return out;
+  }
+  Res<std::unique_ptr<Journal>> open(JournalOptions o = {}) {
+    return runToCompletion(context, Journal::open(uring, db(), o));
+  }
+  std::vector<fs::path> tornFiles() const { return test::tornFilesIn(db()); }
+};
+
+bool zerosFrom(const Bytes& bytes, std::uint64_t from) {
+  return std::all_of(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.end(),
+                     [](std::uint8_t b) { return b == 0; });
+}
+
+}  // namespace
+
+TEST_CASE("journal room: frames overwrite zeros written ahead, a room at a time", "[journal]") {
+  Roomy r;
+  CHECK(r.file.size() == kJournalRoomBytes);  // 20 small records: the first room
+  CHECK(zerosFrom(r.file, r.end));
+  // The zeros are the clean end: nothing torn, nothing cut, the records and the prefix whole.
+  auto opened = r.open();
+  REQUIRE(opened.ok());
+  Journal& j = **opened;
+  CHECK(j.endSequence() == 20);
+  CHECK(j.endOffset() == r.end);
+  CHECK_FALSE(j.tornTail());
+  CHECK(r.tornFiles().empty());
+  CHECK(readWholeFile(r.journalFile()) == r.file);
+  auto record = runToCompletion(r.context, j.record(20));
+  REQUIRE(record.ok());
+  const std::string last = Roomy::payload(20);
+  CHECK(*record == Bytes(last.begin(), last.end()));
+  auto prefix = runToCompletion(r.context, j.prefix(20, limits::kMaxPrefixBytes));
+  REQUIRE(prefix.ok());
+  CHECK(prefix->length == r.end);
+  CHECK(prefix->sha256 == sha256(ByteView(r.file).first(r.end)));
+  // Records past the room: the file grows to the next multiple, zeros after the frames again.
+  const std::string big(3 << 20, 'z');
+  for (int i = 0; i < 6; ++i) REQUIRE(runToCompletion(r.context, j.append(asBytes(big))).ok());
+  const std::uint64_t end = j.endOffset();
+  CHECK(end > kJournalRoomBytes);
+  opened->reset();
+  const Bytes grown = readWholeFile(r.journalFile());
+  CHECK(grown.size() == (end / kJournalRoomBytes + 1) * kJournalRoomBytes);
+  CHECK(zerosFrom(grown, end));
+  // A read-only open sees the same journal and writes nothing.
+  JournalOptions ro;
+  ro.readOnly = true;
+  auto reader = r.open(ro);
+  REQUIRE(reader.ok());
+  CHECK((*reader)->endSequence() == 26);
+  CHECK_FALSE((*reader)->tornTail());
+  reader->reset();
+  CHECK(readWholeFile(r.journalFile()) == grown);
+}
+
+TEST_CASE("journal room: a batch torn inside the room is cut at its last whole frame",
+          "[journal]") {
+  Roomy base;
+  const Bytes torn = Roomy::batch(21, 8);
+  std::vector<std::uint64_t> ends{0};
+  for (int i = 0; i < 8; ++i)
+    ends.push_back(ends.back() + frameLength(Roomy::payload(21 + i).size()));
+  REQUIRE(ends.back() == torn.size());
+  struct Case {
+    std::string what;
+    Bytes landed;               // what reached the disk over the room
+    std::uint64_t wholeFrames;  // frames of the batch that survive
+  };
+  std::vector<Case> cases;
+  for (std::uint64_t into : {std::uint64_t{1}, std::uint64_t{5}, std::uint64_t{12},
+                             std::uint64_t{40}, ends[3] - ends[2] - 1}) {
+    cases.push_back(
+        {"a write cut short " + std::to_string(into) + " bytes into frame 23",
+         Bytes(torn.begin(), torn.begin() + static_cast<std::ptrdiff_t>(ends[2] + into)), 2});
+  }
+  {
+    // A sector of the batch never written: the frame holding it and all after it go.
+    Bytes holed = torn;
+    const std::uint64_t sector =
+        ((base.end + ends[4] + 10) / kCrashBlockBytes + 1) * kCrashBlockBytes;
+    const std::uint64_t at = sector - base.end;
+    REQUIRE(at + kCrashBlockBytes < holed.size());
+    std::fill(holed.begin() + static_cast<std::ptrdiff_t>(at),
+              holed.begin() + static_cast<std::ptrdiff_t>(at + kCrashBlockBytes), 0);
+    std::uint64_t frame = 0;
+    while (ends[frame + 1] <= at) ++frame;
+    cases.push_back(
+        {"a sector never written inside frame " + std::to_string(21 + frame), holed, frame});
+  }
+  for (const Case& c : cases) {
+    INFO(c.what);
+    Roomy r;
+    const Bytes crashed = r.overwritten(c.landed);
+    writeWholeFile(r.journalFile(), crashed);
+    auto opened = r.open();
+    REQUIRE(opened.ok());
+    Journal& j = **opened;
+    const std::uint64_t boundary = r.end + ends[c.wholeFrames];
+    CHECK(j.endSequence() == 20 + c.wholeFrames);
+    const Bytes evidence = test::writtenPart(ByteView(c.landed).subspan(ends[c.wholeFrames]));
+    if (evidence.empty()) {
+      // The bytes written after the last whole frame were zeros (a length's first byte):
+      // nothing tells them from the room, and nothing is cut.
+      CHECK_FALSE(j.tornTail());
+      CHECK(readWholeFile(r.journalFile()) == crashed);
+      continue;
+    }
+    REQUIRE(j.tornTail());
+    CHECK(j.tornTail()->cut);
+    CHECK(j.tornTail()->offset == boundary);
+    // Only the bytes that were written are kept as evidence; the room's zeros are not.
+    CHECK(j.tornTail()->bytes == evidence.size());
+    auto files = r.tornFiles();
+    REQUIRE(files.size() == 1);
+    CHECK(readWholeFile(files[0]) == evidence);
+    // The journal ends at the boundary: no byte of the torn batch survives past it.
+    CHECK(readWholeFile(r.journalFile()) ==
+          Bytes(crashed.begin(), crashed.begin() + static_cast<std::ptrdiff_t>(boundary)));
+    // The next append takes the next sequence and writes a room again.
+    auto next = runToCompletion(r.context, j.append(asBytes("after the cut")));
+    REQUIRE(next.ok());
+    CHECK(*next == 21 + c.wholeFrames);
+    const std::uint64_t end = j.endOffset();
+    opened->reset();
+    const Bytes after = readWholeFile(r.journalFile());
+    CHECK(after.size() % kJournalRoomBytes == 0);
+    CHECK(zerosFrom(after, end));
+    auto again = r.open();
+    REQUIRE(again.ok());
+    CHECK((*again)->endSequence() == 21 + c.wholeFrames);
+    CHECK_FALSE((*again)->tornTail());
+  }
+}
+
+TEST_CASE("journal room: damage in the room is refused, nothing cut", "[journal]") {
+  SECTION("a flipped byte in a whole frame of the torn batch") {
+    Roomy r;
+    Bytes landed = Roomy::batch(21, 4);
+    landed[30] ^= 0x08;
+    const Bytes bad = r.overwritten(landed);
+    writeWholeFile(r.journalFile(), bad);
+    auto opened = r.open();
+    REQUIRE_FALSE(opened.ok());
+    CHECK(opened.error().code == Errc::format);
+    CHECK_THAT(opened.error().message, Catch::Contains("nothing was cut"));
+    CHECK(readWholeFile(r.journalFile()) == bad);
+    CHECK(r.tornFiles().empty());
+  }
+  SECTION("bytes of a later frame far into the room") {
+    Roomy r;
+    const Bytes later = Roomy::batch(25, 1);
+    Bytes bad = r.file;
+    std::copy(later.begin(), later.end(), bad.begin() + (5 << 20));
+    writeWholeFile(r.journalFile(), bad);
+    auto opened = r.open();
+    REQUIRE_FALSE(opened.ok());
+    CHECK(readWholeFile(r.journalFile()) == bad);
+  }
+  SECTION("more zeros than a torn batch and its room") {
+    Roomy r;
+    fs::resize_file(r.journalFile(), r.end + kMaxTailBytes + 1);
+    auto opened = r.open();
+    REQUIRE_FALSE(opened.ok());
+    CHECK_THAT(opened.error().message, Catch::Contains("more than a crash can leave"));
+    CHECK(fs::file_size(r.journalFile()) == r.end + kMaxTailBytes + 1);
+    fs::resize_file(r.journalFile(), r.end + kMaxTailBytes);
+    auto whole = r.open();
+    REQUIRE(whole.ok());
+    CHECK((*whole)->endSequence() == 20);
+  }
+}
