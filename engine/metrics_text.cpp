@@ -114,6 +114,10 @@ std::string prometheusText(const DatabaseStats& stats) {
             static_cast<double>(j.syncs));
   w.counter("cairn_journal_sync_seconds_total", "time from each batch's durable write to its end",
             j.syncSeconds);
+  w.counter("cairn_journal_room_bytes_total", "zeros written ahead of the journal's frames",
+            static_cast<double>(j.roomBytes));
+  w.counter("cairn_journal_room_seconds_total",
+            "time writing and syncing them (part of the sync seconds)", j.roomSeconds);
   w.gauge("cairn_journal_largest_batch_records", "records in the largest batch",
           static_cast<double>(j.largestBatch));
   w.family("cairn_journal_batch_records", "histogram", "records per group-commit batch");

@@ -95,6 +95,10 @@ TEST_CASE("database statistics: appends, batches, checkpoints and store operatio
   CHECK(j.bytes > kAppenders * std::string("record 0").size());
   CHECK(j.bytes == db.journal().endOffset() - db.journal().offsetAfter(0));
   CHECK(j.syncSeconds > 0);
+  // The first batch made the journal's room: zeros to the first 16 MiB (docs/journal.md).
+  CHECK(j.roomBytes == kJournalRoomBytes - db.journal().offsetAfter(0));
+  CHECK(j.roomSeconds > 0);
+  CHECK(j.roomSeconds <= j.syncSeconds);
 
   CHECK(s.checkpoints.published == 1);
   CHECK(s.checkpoints.failed + s.checkpoints.uncertain + s.checkpoints.conflict == 0);
@@ -117,6 +121,7 @@ TEST_CASE("database statistics: appends, batches, checkpoints and store operatio
   const std::string text = prometheusText(s);
   CHECK(sampleOf(text, "cairn_journal_appends_total") == double(kAppenders));
   CHECK(sampleOf(text, "cairn_journal_syncs_total") == double(j.syncs));
+  CHECK(sampleOf(text, "cairn_journal_room_bytes_total") == double(j.roomBytes));
   CHECK(sampleOf(text, "cairn_journal_batch_records_bucket{le=\"+Inf\"}") == double(j.syncs));
   CHECK(sampleOf(text, "cairn_journal_batch_records_count") == double(j.syncs));
   CHECK(sampleOf(text, "cairn_journal_batch_records_sum") == double(kAppenders));
