@@ -217,12 +217,18 @@ TailJudgement judgeTail(ByteView whole, std::uint64_t boundary, std::uint64_t ne
   }
   const auto lastWritten =
       std::find_if(whole.rbegin(), whole.rend(), [](std::uint8_t b) { return b != 0; });
-  const std::size_t written = static_cast<std::size_t>(whole.rend() - lastWritten);
-  if (written == 0) {
+  const std::size_t nonZero = static_cast<std::size_t>(whole.rend() - lastWritten);
+  if (nonZero == 0) {
     return judged(true, "zeros only after the last frame (the writer's room)");
   }
-  // What follows is judged on the bytes up to the last one that is not zero: the zeros after
-  // it are the room, or blocks of the batch never written.
+  // What follows is judged on the bytes that were written: to the end of the block that holds
+  // the last byte that is not zero (a crash leaves a block written whole or not at all, and a
+  // write cut short ends at a page), or to the file's end. The zeros after them are the room,
+  // or blocks of the batch never written; zeros inside that block were written as they are.
+  const std::uint64_t blockEnd =
+      (boundary + nonZero + kCrashBlockBytes - 1) / kCrashBlockBytes * kCrashBlockBytes;
+  const std::size_t written =
+      static_cast<std::size_t>(std::min<std::uint64_t>(blockEnd - boundary, whole.size()));
   const ByteView tail = whole.first(written);
   const auto torn = [&](std::string why) { return judged(true, std::move(why), written); };
   const bool headerWhole = tail.size() >= limits::kFrameHeaderBytes;
@@ -245,15 +251,17 @@ TailJudgement judgeTail(ByteView whole, std::uint64_t boundary, std::uint64_t ne
     if (laterFrameIn(tail, 1, nextSequence)) {
       return judged(false, "a valid later frame follows an incomplete one (a damaged length)");
     }
-    if (plausible && tail.size() >= limits::kFrameOverheadBytes) {
-      // A complete last frame whose length field alone is wrong: its CRC holds for the length
-      // the file gives it.
+    if (plausible) {
+      // A complete last frame whose length field alone is wrong: its CRC holds for a length
+      // that ends where the written bytes end (its CRC may end in up to four zero bytes).
       Bytes fixed(tail.begin(), tail.end());
-      storeBe32(fixed.data(),
-                static_cast<std::uint32_t>(tail.size() - limits::kFrameOverheadBytes));
-      const std::size_t crcAt = tail.size() - 4;
-      if (loadBe32(fixed.data() + crcAt) == crc32c(ByteView(fixed).first(crcAt))) {
-        return judged(false, "a complete last frame whose length field is damaged");
+      for (std::size_t end = nonZero; end <= std::min(nonZero + 4, tail.size()); ++end) {
+        if (end < limits::kFrameOverheadBytes) continue;
+        storeBe32(fixed.data(), static_cast<std::uint32_t>(end - limits::kFrameOverheadBytes));
+        const std::size_t crcAt = end - 4;
+        if (loadBe32(fixed.data() + crcAt) == crc32c(ByteView(fixed).first(crcAt))) {
+          return judged(false, "a complete last frame whose length field is damaged");
+        }
       }
     }
     return torn("the written bytes end inside the frame of sequence " +

@@ -61,12 +61,13 @@ inline constexpr std::uint64_t kMaxTailBytes = kMaxTornTailBytes + kJournalRoomB
 // flipped byte in a complete frame, a wrong sequence, a length that the bytes contradict) is
 // damage that no crash explains.
 // Zeros after the last batch's bytes are the writer's room (kJournalRoomBytes), or blocks of
-// that batch never written: the bytes up to the last one that is not zero are judged, and a
-// tail of zeros only is the room, with nothing to cut.
+// that batch never written: the bytes to the end of the kCrashBlockBytes block that holds the
+// last one not zero (or to the file's end, if sooner) are judged, and a tail of zeros only is
+// the room, with nothing to cut.
 struct TailJudgement {
   bool torn = false;  // a crash explains it: the bytes may be cut (and kept as evidence)
-  // When torn: the tail's bytes up to its last one that is not zero (what a cut keeps as
-  // evidence); 0 when the tail is zeros only (the room: nothing to cut).
+  // When torn: the tail's written bytes, as above (what a cut keeps as evidence); 0 when the
+  // tail is zeros only (the room: nothing to cut).
   std::size_t writtenBytes = 0;
   std::string reason;  // what was found, for messages
 };

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -334,18 +335,42 @@ asio::awaitable<Res<void>> Journal::handleTail(std::uint64_t boundary, std::uint
   const std::string refused = "; nothing was cut (cairn journal " + dir_.string() +
                               " --cut-damaged-tail cuts it, keeping the bytes, if what follows "
                               "may be lost)";
+  // Where the tail's last byte that is not zero lies, read in chunks (none: zeros only, the
+  // writer's room). A tail longer than a torn batch and its room is not read.
+  const bool bounded = tail.bytes <= kMaxTailBytes;
+  std::optional<std::uint64_t> lastNonZero;
+  if (bounded) {
+    std::uint64_t chunkAt = boundary;
+    auto scanned = co_await readRange(boundary, fileSize, [&](ByteView chunk) -> Res<void> {
+      auto last = std::find_if(chunk.rbegin(), chunk.rend(), [](std::uint8_t b) { return b != 0; });
+      if (last != chunk.rend()) {
+        lastNonZero = chunkAt + static_cast<std::uint64_t>(chunk.rend() - last) - 1;
+      }
+      chunkAt += chunk.size();
+      return {};
+    });
+    if (!scanned) co_return failureOf(scanned);
+    // Zeros only: the writer's room (docs/journal.md, "Room"), the journal's clean end; kept,
+    // also by a cut on request.
+    if (!lastNonZero) co_return Res<void>{};
+  }
   if (options_.cutDamagedTail) {
     tail.crashShaped = false;
     tail.reason = found + ", cut on request";
   } else {
-    if (tail.bytes > kMaxTailBytes) {
+    if (!bounded) {
       co_return err(Errc::format, "the journal is damaged at " + at + ": " + found + "; " +
                                       std::to_string(tail.bytes) +
                                       " bytes follow it, more than a crash can leave unsynced" +
                                       refused);
     }
+    // Only the written bytes are judged (to the end of the block holding the last byte that
+    // is not zero): at most kMaxTailBytes, usually one batch.
+    const std::uint64_t end =
+        std::min(fileSize, (*lastNonZero / kCrashBlockBytes + 1) * kCrashBlockBytes);
     Bytes bytes;
-    auto read = co_await readRange(boundary, fileSize, [&](ByteView chunk) -> Res<void> {
+    bytes.reserve(static_cast<std::size_t>(end - boundary));
+    auto read = co_await readRange(boundary, end, [&](ByteView chunk) -> Res<void> {
       bytes.insert(bytes.end(), chunk.begin(), chunk.end());
       return {};
     });
@@ -355,8 +380,6 @@ asio::awaitable<Res<void>> Journal::handleTail(std::uint64_t boundary, std::uint
       co_return err(Errc::format, "the journal is damaged at " + at + ": " + judged.reason +
                                       "; no crash leaves that" + refused);
     }
-    // Zeros only: the writer's room (docs/journal.md, "Room"), the journal's clean end.
-    if (judged.writtenBytes == 0) co_return Res<void>{};
     tail.bytes = judged.writtenBytes;
     tail.reason = judged.reason;
   }
@@ -921,12 +944,13 @@ asio::awaitable<void> Journal::writeBatches() {
     io::IoResult<void> synced;
     const std::uint64_t end = at + batch.bytes.size();
     if (options_.preallocate && end > s.allocatedEnd && end > s.noRoomUntil) {
-      synced = co_await makeRoom(at, end);
-      if (!synced && synced.error() == std::errc::no_space_on_device) {
+      auto room = co_await makeRoom(at, end);
+      if (!room) {
+        synced = Failure<std::error_code>{room.error()};
+      } else if (!*room) {
         // No space for a room: this batch and those of the next room's worth extend the file
         // as they would without one (a batch that does not fit fails below, as it did).
         s.noRoomUntil = end + kJournalRoomBytes;
-        synced = {};
       }
     }
     if (synced) synced = co_await uring_.writeDurable(s.file.fd(), batch.bytes, at);
@@ -965,11 +989,11 @@ asio::awaitable<void> Journal::writeBatches() {
 // multiple of kJournalRoomBytes past `need` and makes them durable: the batches that follow
 // overwrite written blocks, and their O_DSYNC writes change no metadata (the size, the block
 // map): 4,209-5,192 durable writes of 68 KiB a second against 2,836-4,212 for appends, and in
-// the journal 2,086-2,260 batches against 1,854-2,160 (docs/decisions.md D50). A crash leaves zeros
-// after the last frame; open() reads them as the journal's room, not as a torn tail. Out of space,
-// the zeros written are cut off again and the error returned (the caller writes its batch without a
-// room).
-asio::awaitable<io::IoResult<void>> Journal::makeRoom(std::uint64_t from, std::uint64_t need) {
+// the journal 2,086-2,260 batches against 1,854-2,160 (docs/decisions.md D50). A crash leaves
+// zeros after the last frame; open() reads them as the journal's room, not as a torn tail.
+// False: a write found no space (ENOSPC, EDQUOT), and the zeros written are cut off again; the
+// caller writes its batch without a room. A failed sync is an error, never retried.
+asio::awaitable<io::IoResult<bool>> Journal::makeRoom(std::uint64_t from, std::uint64_t need) {
   Impl& s = *impl_;
   static const Bytes zeros(kRoomChunkBytes, 0);
   const auto started = std::chrono::steady_clock::now();
@@ -980,21 +1004,23 @@ asio::awaitable<io::IoResult<void>> Journal::makeRoom(std::uint64_t from, std::u
         static_cast<std::size_t>(std::min<std::uint64_t>(target - at, zeros.size()));
     auto wrote = co_await uring_.write(s.file.fd(), ByteView(zeros).first(n), at);
     if (!wrote) {
-      if (wrote.error() == std::errc::no_space_on_device) {
+      if (wrote.error() == std::errc::no_space_on_device ||
+          wrote.error() == std::error_code(EDQUOT, std::system_category())) {
         // Only zeros written by this call lie beyond `start`: give their space back.
         (void)s.file.truncate(start);
+        co_return false;
       }
-      co_return wrote;
+      co_return Failure<std::error_code>{wrote.error()};
     }
     at += n;
   }
   auto synced = co_await uring_.fdatasync(s.file.fd());
-  if (!synced) co_return synced;
+  if (!synced) co_return Failure<std::error_code>{synced.error()};
   s.allocatedEnd = target;
   stats_.roomBytes += target - start;
   stats_.roomSeconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  co_return io::IoResult<void>{};
+  co_return true;
 }
 
 }  // namespace cairn

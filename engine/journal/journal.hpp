@@ -192,7 +192,7 @@ class Journal {
   struct Impl;
   Journal(io::Uring& uring, JournalOptions options);
   boost::asio::awaitable<void> writeBatches();
-  boost::asio::awaitable<io::IoResult<void>> makeRoom(std::uint64_t from, std::uint64_t need);
+  boost::asio::awaitable<io::IoResult<bool>> makeRoom(std::uint64_t from, std::uint64_t need);
   void noteBatch(std::uint64_t records, std::uint64_t bytes, double seconds);
   boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
   boost::asio::awaitable<Res<void>> handleTail(std::uint64_t boundary, std::uint64_t fileSize,

@@ -96,14 +96,17 @@ def defect_1_torn_tail(tmp):
     # A tail a crash can leave is cut by a writer, never by status, and the bytes are kept.
     with open(journal, "wb") as f:
         f.write(before)
-    check(run("append", db, stdin=b"one more\n").returncode == 0, "defect 1: append again")
+    check(run("append", db, stdin=b"x" * 1500 + b"\n").returncode == 0, "defect 1: append again")
     whole = open(journal, "rb").read()
-    # The last frame's write cut short, then the writer's room (zeros, docs/journal.md).
+    # The last frame's write cut short at a 512-byte block inside it (a crash leaves blocks
+    # written whole or not at all), then the writer's room (zeros, docs/journal.md).
     start, end = journal_end(before), journal_end(whole)
-    torn_bytes = whole[start:end - 3].rstrip(b"\0")
+    cut = (start + 100) // 512 * 512 + 512
+    check(start + 100 < cut < end, f"defect 1: a block boundary inside the frame: {start} {cut} {end}")
+    torn_bytes = whole[start:cut]
     with open(journal, "r+b") as f:
-        f.seek(end - 3)
-        f.write(b"\0\0\0")
+        f.seek(cut)
+        f.write(bytes(end - cut))
     crashed = open(journal, "rb").read()
     r = run("status", db, "--offline", "--json")
     out = js(r)

@@ -1,7 +1,8 @@
 // Fuzzes FrameScanner: feeding the input whole or in arbitrary chunks gives the same verdict,
 // and every accepted run of frames re-encodes to the same bytes. Then judgeTail on what follows
-// the accepted frames: what it would cut ends at a byte that is not zero, and zeros appended
-// after it (the writer's room) change neither its verdict nor what it would cut.
+// the accepted frames: what it would cut ends within the 512-byte block of the last byte that
+// is not zero, and zeros appended after a tail that ends at a block boundary (the writer's
+// room) change neither its verdict nor what it would cut.
 #include <cstdlib>
 #include <cstring>
 
@@ -38,17 +39,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const cairn::ByteView tail = bytes.subspan(at);
   if (tail.empty()) return 0;
-  const auto judged = cairn::judgeTail(tail, whole.boundaryOffset(), whole.nextSequence());
+  const std::uint64_t at0 = whole.boundaryOffset();
+  const auto judged = cairn::judgeTail(tail, at0, whole.nextSequence());
   if (judged.writtenBytes > tail.size()) std::abort();
+  std::size_t nonZero = tail.size();
+  while (nonZero > 0 && tail[nonZero - 1] == 0) --nonZero;
   if (judged.torn) {
     for (std::size_t i = judged.writtenBytes; i < tail.size(); ++i) {
       if (tail[i] != 0) std::abort();
     }
-    if (judged.writtenBytes > 0 && tail[judged.writtenBytes - 1] == 0) std::abort();
+    if (nonZero > 0 && (judged.writtenBytes < nonZero ||
+                        judged.writtenBytes - nonZero >= cairn::kCrashBlockBytes)) {
+      std::abort();
+    }
   }
-  cairn::Bytes roomy(tail.begin(), tail.end());
-  roomy.resize(roomy.size() + 1 + std::size_t{data[0]} * 61, 0);
-  const auto padded = cairn::judgeTail(roomy, whole.boundaryOffset(), whole.nextSequence());
-  if (padded.torn != judged.torn || padded.writtenBytes != judged.writtenBytes) std::abort();
+  // The tail up to a block boundary, then more zeros: one verdict.
+  const std::uint64_t blockEnd = (at0 + tail.size() + cairn::kCrashBlockBytes - 1) /
+                                 cairn::kCrashBlockBytes * cairn::kCrashBlockBytes;
+  cairn::Bytes aligned(tail.begin(), tail.end());
+  aligned.resize(static_cast<std::size_t>(blockEnd - at0), 0);
+  const auto first = cairn::judgeTail(aligned, at0, whole.nextSequence());
+  cairn::Bytes roomy = aligned;
+  roomy.resize(roomy.size() + (1 + std::size_t{data[0]}) * 61, 0);
+  const auto padded = cairn::judgeTail(roomy, at0, whole.nextSequence());
+  if (padded.torn != first.torn || padded.writtenBytes != first.writtenBytes) std::abort();
   return 0;
 }

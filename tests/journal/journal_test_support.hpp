@@ -19,11 +19,17 @@ inline std::vector<std::filesystem::path> tornFilesIn(const std::filesystem::pat
   return out;
 }
 
-// `bytes` up to its last byte that is not zero: what a cut keeps (the zeros after it read as
-// the writer's room, docs/journal.md).
-inline Bytes writtenPart(ByteView bytes) {
-  auto last = std::find_if(bytes.rbegin(), bytes.rend(), [](std::uint8_t b) { return b != 0; });
-  return Bytes(bytes.begin(), bytes.begin() + (bytes.rend() - last));
+// The written part of a tail that starts at file offset `boundary` (docs/journal.md, "Room"):
+// to the end of the 512-byte block that holds its last byte that is not zero, or to its end if
+// sooner; empty when it is zeros only. What a cut keeps.
+inline Bytes writtenPart(ByteView tail, std::uint64_t boundary) {
+  auto last = std::find_if(tail.rbegin(), tail.rend(), [](std::uint8_t b) { return b != 0; });
+  const std::uint64_t nonZero = static_cast<std::uint64_t>(tail.rend() - last);
+  if (nonZero == 0) return {};
+  const std::uint64_t blockEnd =
+      (boundary + nonZero + kCrashBlockBytes - 1) / kCrashBlockBytes * kCrashBlockBytes;
+  const std::uint64_t n = std::min<std::uint64_t>(blockEnd - boundary, tail.size());
+  return Bytes(tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 }  // namespace cairn::test

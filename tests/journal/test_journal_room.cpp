@@ -135,12 +135,18 @@ TEST_CASE("journal room: a batch torn inside the room is cut at its last whole f
     std::uint64_t wholeFrames;  // frames of the batch that survive
   };
   std::vector<Case> cases;
-  for (std::uint64_t into : {std::uint64_t{1}, std::uint64_t{5}, std::uint64_t{12},
-                             std::uint64_t{40}, ends[3] - ends[2] - 1}) {
-    cases.push_back(
-        {"a write cut short " + std::to_string(into) + " bytes into frame 23",
-         Bytes(torn.begin(), torn.begin() + static_cast<std::ptrdiff_t>(ends[2] + into)), 2});
+  // A write cut short ends at a block boundary (a crash leaves each 512-byte block written
+  // whole or not at all; a killed write stops at a page): every block boundary in the batch.
+  for (std::uint64_t cut = (base.end / kCrashBlockBytes + 1) * kCrashBlockBytes;
+       cut < base.end + torn.size(); cut += kCrashBlockBytes) {
+    const std::uint64_t into = cut - base.end;
+    std::uint64_t whole = 0;
+    while (ends[whole + 1] <= into) ++whole;
+    cases.push_back({"a write cut short at offset " + std::to_string(cut) + ", in frame " +
+                         std::to_string(21 + whole),
+                     Bytes(torn.begin(), torn.begin() + static_cast<std::ptrdiff_t>(into)), whole});
   }
+  REQUIRE(cases.size() >= 6);
   {
     // A sector of the batch never written: the frame holding it and all after it go.
     Bytes holed = torn;
@@ -165,9 +171,9 @@ TEST_CASE("journal room: a batch torn inside the room is cut at its last whole f
     Journal& j = **opened;
     const std::uint64_t boundary = r.end + ends[c.wholeFrames];
     CHECK(j.endSequence() == 20 + c.wholeFrames);
-    const Bytes evidence = test::writtenPart(ByteView(c.landed).subspan(ends[c.wholeFrames]));
+    const Bytes evidence = test::writtenPart(ByteView(crashed).subspan(boundary), boundary);
     if (evidence.empty()) {
-      // The bytes written after the last whole frame were zeros (a length's first byte):
+      // The bytes written after the last whole frame were zeros (a length's first bytes):
       // nothing tells them from the room, and nothing is cut.
       CHECK_FALSE(j.tornTail());
       CHECK(readWholeFile(r.journalFile()) == crashed);
@@ -200,7 +206,8 @@ TEST_CASE("journal room: a batch torn inside the room is cut at its last whole f
   }
 }
 
-TEST_CASE("journal room: damage in the room is refused, nothing cut", "[journal]") {
+TEST_CASE("journal room: damage in the room is refused and a sound room is never cut",
+          "[journal]") {
   SECTION("a flipped byte in a whole frame of the torn batch") {
     Roomy r;
     Bytes landed = Roomy::batch(21, 4);
@@ -223,6 +230,34 @@ TEST_CASE("journal room: damage in the room is refused, nothing cut", "[journal]
     auto opened = r.open();
     REQUIRE_FALSE(opened.ok());
     CHECK(readWholeFile(r.journalFile()) == bad);
+    CHECK(r.tornFiles().empty());
+  }
+  SECTION("the last bytes of a whole frame zeroed inside a block that was written") {
+    // A block holds the frame's end and bytes that are not zero before it: it was written
+    // whole, so the zeros are the frame's own bytes and its CRC fails: damage, not a tear.
+    Roomy r;
+    Bytes landed = Roomy::batch(21, 3);
+    const std::uint64_t block = (r.end + landed.size() - 1) / kCrashBlockBytes * kCrashBlockBytes;
+    REQUIRE(block < r.end + landed.size() - 3);
+    std::fill(landed.end() - 3, landed.end(), 0);
+    const Bytes bad = r.overwritten(landed);
+    writeWholeFile(r.journalFile(), bad);
+    auto opened = r.open();
+    REQUIRE_FALSE(opened.ok());
+    CHECK_THAT(opened.error().message, Catch::Contains("no crash leaves that"));
+    CHECK(readWholeFile(r.journalFile()) == bad);
+    CHECK(r.tornFiles().empty());
+  }
+  SECTION("a cut on request keeps the room of a sound journal") {
+    Roomy r;
+    JournalOptions cut;
+    cut.cutDamagedTail = true;
+    auto opened = r.open(cut);
+    REQUIRE(opened.ok());
+    CHECK((*opened)->endSequence() == 20);
+    CHECK_FALSE((*opened)->tornTail());
+    CHECK(readWholeFile(r.journalFile()) == r.file);
+    CHECK(r.tornFiles().empty());
   }
   SECTION("more zeros than a torn batch and its room") {
     Roomy r;

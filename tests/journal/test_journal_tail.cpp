@@ -202,7 +202,8 @@ TEST_CASE("journal tail: a write cut short inside the last batch is cut, and the
       CHECK(j.endSequence() == s - 1);
       // The torn bytes end at the last one that is not zero (zeros after it read as the
       // writer's room); zeros only are the room, and nothing is cut.
-      const Bytes kept = test::writtenPart(ByteView(cutShort).subspan(r.ends[s - 1]));
+      const Bytes kept =
+          test::writtenPart(ByteView(cutShort).subspan(r.ends[s - 1]), r.ends[s - 1]);
       if (kept.empty()) {
         CHECK_FALSE(j.tornTail());
         CHECK(readWholeFile(r.journalFile()) == cutShort);
@@ -279,8 +280,7 @@ TEST_CASE("journal tail: a read-only open reports a torn tail and leaves it to t
   CHECK((*opened)->endSequence() == 207);
   REQUIRE((*opened)->tornTail());
   CHECK_FALSE((*opened)->tornTail()->cut);
-  // 5 bytes: the length field and the sequence's first byte, a zero (not counted).
-  CHECK((*opened)->tornTail()->bytes == 4);
+  CHECK((*opened)->tornTail()->bytes == 5);
   CHECK_FALSE(runToCompletion(r.context, (*opened)->append(asBytes("no"))).ok());
   opened->reset();
   CHECK(readWholeFile(r.journalFile()) == cutShort);  // nothing written
@@ -327,7 +327,7 @@ TEST_CASE("journal tail: a journal shorter than the acknowledged prefix is refus
   auto cut = r.open();
   REQUIRE(cut.ok());
   CHECK((*cut)->endSequence() == 100);
-  CHECK((*cut)->tornBytesCut() == 4);  // the length field; the sequence's first bytes are zeros
+  CHECK((*cut)->tornBytesCut() == 9);
 }
 
 TEST_CASE(
@@ -449,29 +449,40 @@ TEST_CASE("judgeTail: zeros after the written bytes are the room, judged as if a
   };
   for (std::size_t zeros : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20}) {
     INFO(zeros << " zeros after");
-    // A write cut short, then room: torn, and only the written bytes are cut and kept.
-    const ByteView cut = ByteView(frame).first(100);
-    const TailJudgement short_ = judgeTail(withRoom(cut, zeros), at, 7);
+    // A write cut short at a block boundary (offset 1024), then room: torn, and only the
+    // written bytes are cut and kept.
+    const TailJudgement short_ = judgeTail(withRoom(ByteView(frame).first(24), zeros), at, 7);
     CHECK(short_.torn);
-    CHECK(short_.writtenBytes == 100);
-    // A frame whose last bytes never reached the disk (zeros to the room): torn.
-    const TailJudgement head = judgeTail(withRoom(ByteView(frame).first(600), zeros), at, 7);
+    CHECK(short_.writtenBytes == 24);
+    // The same at the block boundary 2048, inside the payload.
+    const TailJudgement head = judgeTail(withRoom(ByteView(frame).first(1048), zeros), at, 7);
     CHECK(head.torn);
-    CHECK(head.writtenBytes == 600);
+    CHECK(head.writtenBytes == 1048);
+    // Zeros inside the block that holds the last written byte were written as they are: the
+    // written bytes reach that block's end (1536), still inside the frame: torn.
+    const TailJudgement mid = judgeTail(withRoom(ByteView(frame).first(100), zeros), at, 7);
+    CHECK(mid.torn);
+    CHECK(mid.writtenBytes == std::min<std::size_t>(536, 100 + zeros));
     // A complete frame with a flipped bit stays damage, whatever zeros follow.
     Bytes flipped = frame;
     flipped[20] ^= 0x10;
     CHECK_FALSE(judgeTail(withRoom(flipped, zeros), at, 7).torn);
     // Bytes that cannot begin a frame of sequence 7 stay damage.
     CHECK_FALSE(judgeTail(withRoom(Bytes{0x02, 0, 0, 0, 0, 0}, zeros), at, 7).torn);
+    // A whole frame whose last bytes are zeros inside a block that was written: its CRC
+    // fails, and no block of it is unwritten: damage.
+    Bytes zeroedEnd = frame;
+    std::fill(zeroedEnd.end() - 3, zeroedEnd.end(), 0);
+    REQUIRE(zeroedEnd != frame);
+    CHECK_FALSE(judgeTail(withRoom(zeroedEnd, zeros), at, 7).torn);
   }
-  // The written bytes end at the last one that is not zero: a header whose sequence field
-  // ends in zeros is cut where its bytes stop being written.
+  // A header whose sequence field ends in zeros, then zeros to its block's end (1024): the
+  // frame goes on past that block, so it is a tear, and the block is what was written.
   Bytes header;
   appendFrame(header, 256, Bytes(40, 'q'));  // sequence 0x100: its last byte is zero
   const TailJudgement h = judgeTail(withRoom(ByteView(header).first(12), 500), at, 256);
   CHECK(h.torn);
-  CHECK(h.writtenBytes == 11);
+  CHECK(h.writtenBytes == 24);
   // The bound counts the room: a tail of room and written bytes over kMaxTailBytes is damage.
   CHECK_FALSE(judgeTail(withRoom(ByteView(frame).first(100), kMaxTailBytes), at, 7).torn);
 }

@@ -1356,21 +1356,42 @@ class Gen:
         frame7 = encode_frame(7, b"p" * 2000)
         boundary = 1000  # not a multiple of the 512-byte crash block
 
+        def written_part(data: bytes) -> int:
+            # To the end of the 512-byte block holding the last byte that is not zero (a block
+            # is written whole or not at all), or to the tail's end if sooner.
+            nonzero = len(data.rstrip(b"\0"))
+            if nonzero == 0:
+                return 0
+            block_end = -(-(boundary + nonzero) // CRASH_BLOCK) * CRASH_BLOCK
+            return min(block_end - boundary, len(data))
+
         def tail(name: str, data: bytes, sequence: int, torn: bool, written: int) -> None:
             if torn:
-                assert written == len(data.rstrip(b"\0"))
+                assert written == written_part(data), (name, written, written_part(data))
             self.tails.append((name, data, boundary, sequence, torn, written))
 
+        # A write cut short ends at a block boundary: 1024 here, 24 bytes into frame 7.
         tail("room_zeros_only", bytes(4096), 7, True, 0)
         tail("cut_short_no_room", frame7[:100], 7, True, 100)
-        tail("cut_short_then_room", frame7[:100] + bytes(4000), 7, True, 100)
+        tail("cut_short_at_a_block_then_room", frame7[:24] + bytes(4000), 7, True, 24)
+        tail("cut_short_at_the_next_block_then_room", frame7[:536] + bytes(4000), 7, True, 536)
         frame256 = encode_frame(256, b"q" * 40)
         assert frame256[11] == 0  # sequence 0x100: the header's last byte is zero
-        tail("header_ending_in_zero_then_room", frame256[:12] + bytes(500), 256, True, 11)
+        tail("header_then_zeros_to_its_block_end_then_room", frame256[:12] + bytes(500), 256,
+             True, 24)
         first_block = (boundary // CRASH_BLOCK + 2) * CRASH_BLOCK - boundary
         holed = bytearray(frame7)
         holed[first_block:first_block + CRASH_BLOCK] = bytes(CRASH_BLOCK)
-        tail("sector_never_written_then_room", bytes(holed) + bytes(700), 7, True, len(frame7))
+        # The frame ends at 3016; its block ends at 3072: 56 bytes of the room were written too.
+        tail("sector_never_written_then_room", bytes(holed) + bytes(700), 7, True,
+             len(frame7) + 56)
+        # Zeros where a block that was written holds the end of a whole frame: its own bytes,
+        # and its CRC fails: damage (a write cut short would end at a block boundary).
+        zeroed_crc = bytearray(frame7)
+        zeroed_crc[-3:] = bytes(3)
+        assert frame7[-3:] != bytes(3)
+        tail("last_bytes_zeroed_in_a_written_block_then_room", bytes(zeroed_crc) + bytes(700), 7,
+             False, 0)
         flipped = bytearray(frame7)
         flipped[20] ^= 0x10
         tail("flipped_byte_then_room", bytes(flipped) + bytes(700), 7, False, 0)
