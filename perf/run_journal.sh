@@ -16,7 +16,7 @@
 # Usage: perf/run_journal.sh [--dir PARENT] [--quick] [--build BUILD_DIR] [--out FILE]
 #   --dir    parent directory on the disk to test (default /var/tmp; never tmpfs)
 #   --quick  one 2 s run per configuration and a 512 MiB prefix (about 2 minutes;
-#            the full run alternates cairn, db_bench and fio 3 times, about 17 minutes)
+#            the full run alternates cairn, db_bench and fio 3 times, about 5 minutes)
 #   --build  the CMake build directory holding perf/cairn_journal_bench (default build-perf)
 #   --out    the JSON file to write (default perf/results/journal-<UTC time>.json)
 set -euo pipefail
