@@ -3,8 +3,8 @@
 //   append  K coroutine appenders on one io_context, each appending N-byte records in a loop;
 //           group commit (one pwrite + one fdatasync per batch) is what is measured.
 //   prefix  builds (once) a journal of a given size, then times prefix() over all of it —
-//           io_uring reads on the loop, SHA-256 on the CPU pool (engine/cpu_pool) — with a cold
-//           and a warm page cache, and (unless --no-experiments) the reading alone and the
+//           reads and SHA-256 by one CPU-pool thread, on its own ring (io/read_ring.hpp) — with
+//           a cold and a warm page cache, and (unless --no-experiments) the reading alone and the
 //           previous prefix(): readRange() hashing each chunk on the loop thread itself.
 //   syncs   one durable write at a time, blocking pwrite + fdatasync against io_uring write +
 //           fdatasync and io_uring write with RWF_DSYNC, and two RWF_DSYNC writes of adjacent
@@ -625,7 +625,7 @@ asio::awaitable<Res<void>> buildJournal(Journal& journal, std::uint64_t bytes) {
 
 // What one timed pass over the whole journal does.
 enum class PassKind {
-  prefix,    // Journal::prefix(): io_uring reads, SHA-256 on the CPU pool (the product)
+  prefix,    // Journal::prefix(): reads and SHA-256 on a CPU-pool thread (the product)
   readOnly,  // Journal::readRange() with an empty sink: the reading alone
   loopHash,  // readRange() hashing each chunk on the loop thread: prefix() before 2806cc7
 };
@@ -688,8 +688,9 @@ asio::awaitable<Res<Json>> timePass(io::Uring& uring, Journal& journal, const fs
       .number("cpu_sys_s", cpu.system)
       .number("cpu_s_per_gib", (cpu.user + cpu.system) / gib)
       .number("cpu_utilisation", (cpu.user + cpu.system) / wall)
-      .text("sha256", digest ? toHex(*digest) : "")
-      .object("uring", uringJson(delta));
+      .text("sha256", digest ? toHex(*digest) : "");
+  // prefix() reads on a CPU-pool thread's own ring (io::ReadRing), not on the loop's.
+  if (kind != PassKind::prefix) out.object("uring", uringJson(delta));
   co_return out;
 }
 

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <deque>
 #include <exception>
-#include <mutex>
 #include <string>
 
 #include "engine/format/publisher_state.hpp"
@@ -23,6 +22,7 @@
 #include "engine/runtime/cpu_pool.hpp"
 #include "io/file.hpp"
 #include "io/lock.hpp"
+#include "io/read_ring.hpp"
 #include "io/uring.hpp"
 
 namespace cairn {
@@ -163,6 +163,24 @@ struct Journal::Impl {
   // kMaxSpareReadBytes, held for the journal's life). Allocated per read, 1 MiB buffers
   // fragmented the heap: a checkpoint's peak RSS grew with the journal.
   std::vector<AlignedBuffer> spareChunks;
+
+  // A chunk buffer: a kept one, or a new one.
+  AlignedBuffer takeChunk(std::size_t chunk) {
+    if (spareChunks.empty()) return allocateAligned(chunk);
+    AlignedBuffer buffer = std::move(spareChunks.back());
+    spareChunks.pop_back();
+    return buffer;
+  }
+  // prefix()'s buffers: readDepth chunks in huge pages (io::ReadBuffers), mapped on the first
+  // prefix and kept; one prefix at a time uses them, a concurrent one takes chunk buffers.
+  std::optional<io::ReadBuffers> hashBuffers;
+  bool hashBuffersBusy = false;
+
+  void keepChunk(AlignedBuffer buffer, std::size_t chunk) {
+    if ((spareChunks.size() + 1) * chunk <= kMaxSpareReadBytes) {
+      spareChunks.push_back(std::move(buffer));
+    }
+  }
 
   // Admits waiters in order while the pending batch has room for them (always the first when
   // the batch is empty, so a frame larger than maxBatchBytes still goes alone).
@@ -550,12 +568,7 @@ void Journal::startRead(const asio::any_io_executor& executor, ReadSlot& slot,
       slot.buffer = allocateAligned(need);
       slot.capacity = need;
     } else {
-      if (impl_->spareChunks.empty()) {
-        slot.buffer = allocateAligned(chunk);
-      } else {
-        slot.buffer = std::move(impl_->spareChunks.back());
-        impl_->spareChunks.pop_back();
-      }
+      slot.buffer = impl_->takeChunk(chunk);
       slot.capacity = chunk;
     }
   }
@@ -629,143 +642,70 @@ asio::awaitable<Res<void>> Journal::readChunks(
 
 void Journal::recycle(std::vector<ReadSlot>& slots) {
   for (ReadSlot& slot : slots) {
-    if (slot.buffer && slot.capacity == readChunk() &&
-        (impl_->spareChunks.size() + 1) * readChunk() <= kMaxSpareReadBytes) {
-      impl_->spareChunks.push_back(std::move(slot.buffer));
-    }
+    if (slot.buffer && slot.capacity == readChunk())
+      impl_->keepChunk(std::move(slot.buffer), readChunk());
   }
 }
 
-// What hashRange's hasher task, its reads and the handlers they post touch, owned by all of
-// them: if hashRange's frame unwinds early (an exception, a destroyed io_context), a pool
-// thread or a read still in the kernel never writes into freed memory.
-struct Journal::HashFeed {
-  HashFeed(unsigned depth, Sha256Lane h) : slots(depth), hash(std::move(h)) {}
-  std::vector<ReadSlot> slots;  // chunk k uses slots[k % depth]
-  Sha256Lane hash;              // used by one hasher task at a time, then by the loop
-  std::mutex mutex;
-  std::deque<ReadSlot*> ready;  // read, in order, waiting for the hasher (under mutex)
-  bool hashing = false;         // a hasher task is on the pool (under mutex)
-  std::exception_ptr failure;   // the hash threw; later chunks are skipped (under mutex)
-  // Loop thread only:
-  std::vector<ReadSlot*> hashed;  // done with by the hasher, to read into again
-  std::uint64_t reading = 0;      // reads not completed
-  Signal wake;                    // a read completed or a chunk was hashed
-
-  // The hasher, on the CPU pool: every chunk ready, in order, then it returns (the loop starts
-  // it again when the next chunk is handed over). Hashed buffers go back to the loop half the
-  // depth at a time, or all when it runs out of chunks: each return wakes the loop thread
-  // (2 GiB in 1 MiB chunks is 2,048 wake-ups one at a time), and the other half of the
-  // buffers keeps it busy while the loop reads into the returned ones.
-  static void hashReady(const std::shared_ptr<HashFeed>& feed, const asio::any_io_executor& loop) {
-    const std::size_t returnEvery = std::max<std::size_t>(1, feed->slots.size() / 2);
-    std::vector<ReadSlot*> done;
-    done.reserve(feed->slots.size());
-    auto giveBack = [&] {
-      asio::post(loop, [feed, slots = std::exchange(done, {})] {
-        feed->hashed.insert(feed->hashed.end(), slots.begin(), slots.end());
-        feed->wake.notify();
-      });
-    };
-    for (;;) {
-      ReadSlot* slot;
-      bool skip;
-      {
-        std::lock_guard lock(feed->mutex);
-        if (feed->ready.empty()) {
-          // Given back under the lock, before the loop can start another hasher: the loop
-          // reads chunk k + depth into chunk k's buffer, so buffers come back in order.
-          if (!done.empty()) giveBack();
-          feed->hashing = false;
-          return;
-        }
-        slot = feed->ready.front();
-        feed->ready.pop_front();
-        skip = feed->failure != nullptr;
-      }
-      if (!skip) {
-        try {
-          feed->hash.update(slot->bytes());
-        } catch (...) {
-          std::lock_guard lock(feed->mutex);
-          feed->failure = std::current_exception();
-        }
-      }
-      done.push_back(slot);
-      if (done.size() >= returnEvery) {
-        giveBack();
-        done.reserve(feed->slots.size());
-      }
-    }
-  }
-
-  // Hands the hasher, in order, every chunk whose read is done (from `handedOver`); starts it
-  // if it is not running. Returns the read's failure, if one is found.
-  Res<void> handOver(std::uint64_t& handedOver, std::uint64_t launched, std::uint64_t end,
-                     const asio::any_io_executor& loop, const std::shared_ptr<HashFeed>& self) {
-    const std::size_t depth = slots.size();
-    while (handedOver < launched && slots[handedOver % depth].done.isSet()) {
-      ReadSlot& slot = slots[handedOver % depth];
-      CAIRN_TRY(slot.check(end));
-      bool startHasher = false;
-      {
-        std::lock_guard lock(mutex);
-        ready.push_back(&slot);
-        startHasher = !std::exchange(hashing, true);
-      }
-      if (startHasher) postToCpuPool([self, loop] { hashReady(self, loop); });
-      ++handedOver;
-    }
-    return {};
-  }
-};
-
-// Like readRangeAsync with a hashing sink, but the chunks are hashed by one task on the CPU
-// pool that takes every chunk already read before it returns, so the hash never waits for a
-// round trip through the loop between two chunks that are both in memory. The loop only
-// hands read chunks over (in order) and starts a read into each buffer the hasher is done
-// with. Memory: readDepth buffers, as for any range read.
+// The chunks are read and hashed by one task on the CPU pool, which starts the reads on its own
+// thread's ring (io/read_ring.hpp): the loop thread is not woken per chunk, and the hash never
+// waits for a round trip through the loop between two chunks. Memory: readDepth chunk buffers,
+// as for any range read.
 asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
-                                                    Sha256Lane initial) {
-  const unsigned depth = std::max(1u, options_.readDepth);
-  auto feed = std::make_shared<HashFeed>(depth, std::move(initial));
-  auto loop = co_await asio::this_coro::executor;
-  const bool direct = readsDirectly(start, end);
-  std::uint64_t nextOffset = start;
-  std::uint64_t launched = 0;  // chunks whose read was started
-  std::uint64_t handedOver = 0, hashedCount = 0;
-  auto launch = [&](ReadSlot& slot) {
-    ++feed->reading;
-    ++launched;
-    startRead(loop, slot, nextOffset, end, direct, [feed] {
-      --feed->reading;
-      feed->wake.notify();
-    });
-  };
-  for (auto& slot : feed->slots) {
-    if (nextOffset < end) launch(slot);
+                                                    Sha256Lane hash) {
+  const std::size_t chunk = readChunk();
+  // No more buffers than chunks (one more: a range that starts unaligned spans one more block).
+  const std::uint64_t chunks = (end - start) / chunk + 2;
+  const unsigned mostReads = std::clamp(options_.readDepth, 1u, io::ReadRing::kMaxReads);
+  const auto depth = static_cast<std::size_t>(std::min<std::uint64_t>(mostReads, chunks));
+  if (!impl_->hashBuffers) {
+    // Refused (no address space): chunk buffers, as any range read.
+    if (auto mapped = io::ReadBuffers::map(mostReads, chunk))
+      impl_->hashBuffers = std::move(*mapped);
   }
-  Res<void> outcome;
-  // Bounded: each pass hands over or recycles at least one chunk, or waits for one.
-  for (;;) {
-    feed->wake.reset();
-    if (outcome) outcome = feed->handOver(handedOver, launched, end, loop, feed);
-    for (ReadSlot* slot : std::exchange(feed->hashed, {})) {
-      ++hashedCount;
-      if (outcome && nextOffset < end) launch(*slot);
+  // The journal's huge-page buffers if no other prefix holds them, else chunk buffers; given
+  // back however the read ends.
+  struct Lease {
+    Impl& impl;
+    std::size_t chunk;
+    bool own;
+    std::vector<AlignedBuffer> chunks;
+    ~Lease() {
+      if (own) impl.hashBuffersBusy = false;
+      for (auto& buffer : chunks) impl.keepChunk(std::move(buffer), chunk);
     }
-    if (feed->reading == 0 && hashedCount == handedOver && (!outcome || handedOver == launched)) {
-      break;
+  } lease{*impl_, chunk, impl_->hashBuffers && !impl_->hashBuffersBusy, {}};
+  std::vector<std::uint8_t*> raw;
+  for (std::size_t i = 0; i < depth; ++i) {
+    if (lease.own) {
+      raw.push_back(impl_->hashBuffers->buffers()[i]);
+    } else {
+      lease.chunks.push_back(impl_->takeChunk(chunk));
+      raw.push_back(lease.chunks.back().get());
     }
-    co_await feed->wake.wait();
   }
-  recycle(feed->slots);  // no read is in flight and the hasher is done with every chunk
-  {
-    std::lock_guard lock(feed->mutex);
-    if (feed->failure) std::rethrow_exception(feed->failure);
+  if (lease.own) impl_->hashBuffersBusy = true;
+  io::SequentialRead how;
+  how.fd = impl_->file.fd();
+  how.directFd = readsDirectly(start, end) ? impl_->direct.fd() : -1;
+  how.start = start;
+  how.end = end;
+  how.chunk = chunk;
+  how.cachedChunksFromCache = options_.cachedChunksFromCache;
+  how.buffers = raw;
+  io::IoResult<std::uint64_t> got = std::uint64_t{0};
+  auto hashing = onCpuPool([&] {
+    got = io::readSequential(
+        how, [&](std::span<const std::uint8_t> bytes) { hash.update(bytes); },
+        io::ReadRing::forThisThread());
+  });
+  co_await std::move(hashing);
+  if (!got) co_return ioError("read journal from " + std::to_string(start), got.error());
+  if (*got < end - start) {
+    co_return err(Errc::io, "journal ends at " + std::to_string(start + *got) + ", before " +
+                                std::to_string(end));
   }
-  if (!outcome) co_return failureOf(outcome);
-  co_return std::move(feed->hash);
+  co_return std::move(hash);
 }
 
 // One aligned direct read of `capacity` bytes at the aligned `offset`, of which the first

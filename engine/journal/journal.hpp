@@ -201,7 +201,6 @@ class Journal {
   boost::asio::awaitable<Res<std::filesystem::path>> keepTornBytes(std::uint64_t from,
                                                                    std::uint64_t to);
   struct ReadSlot;
-  struct HashFeed;
   // readRangeAsync; with `into` (room for end - start bytes), chunks read through the page
   // cache are read into it, at their offset from `start`, and the sink gets views of it.
   boost::asio::awaitable<Res<void>> readChunks(
@@ -217,9 +216,9 @@ class Journal {
                  std::uint64_t& nextOffset, std::uint64_t end, bool direct,
                  std::function<void()> onDone, std::uint8_t* rangeInto = nullptr,
                  std::uint64_t rangeStart = 0);
-  // Reads [start, end) and continues `initial` with its bytes; returns the hash.
+  // Reads [start, end) and continues `hash` with its bytes; returns the hash.
   boost::asio::awaitable<Res<Sha256Lane>> hashRange(std::uint64_t start, std::uint64_t end,
-                                                    Sha256Lane initial);
+                                                    Sha256Lane hash);
   boost::asio::awaitable<io::IoResult<std::size_t>> readDirect(std::uint8_t* buffer,
                                                                std::size_t capacity,
                                                                std::uint64_t offset,

@@ -230,6 +230,42 @@ TEST_CASE("journal: prefix hash equals the file's bytes, cap checked before read
   CHECK(beyond.error().code == Errc::usage);
 }
 
+TEST_CASE("journal: prefixes read at once, one in the journal's buffers, one in chunk buffers",
+          "[journal]") {
+  Fixture f;
+  JournalOptions opts = Fixture::framesOnly();
+  opts.readChunkBytes = 64 << 10;  // several chunks per prefix, each read direct
+  auto j = f.create(opts);
+  for (int round = 0; round < 4; ++round) {
+    for (auto& r : f.appendConcurrently(*j, 100, 2000 + 17 * round)) REQUIRE(r.ok());
+  }
+  const Bytes file = readWholeFile(f.file());
+  // Four at once, over different lengths; none resumes another's hash (the memo is forgotten).
+  const std::uint64_t sequences[] = {400, 399, 250, 1};
+  std::vector<std::optional<Res<Prefix>>> got(4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    asio::co_spawn(
+        f.context,
+        [&, i]() -> asio::awaitable<void> {
+          got[i].emplace(co_await j->prefix(sequences[i], limits::kMaxPrefixBytes));
+        },
+        asio::detached);
+  }
+  j->forgetPrefixProgress();
+  f.context.restart();
+  f.context.run();
+  for (std::size_t i = 0; i < 4; ++i) {
+    REQUIRE(got[i].has_value());
+    REQUIRE(got[i]->ok());
+    CHECK((*got[i])->sha256 == sha256(ByteView(file).first(j->offsetAfter(sequences[i]))));
+  }
+  // And again, one after another: the buffers were given back.
+  j->forgetPrefixProgress();
+  auto again = runToCompletion(f.context, j->prefix(400, limits::kMaxPrefixBytes));
+  REQUIRE(again.ok());
+  CHECK(again->sha256 == sha256(ByteView(file).first(j->offsetAfter(400))));
+}
+
 // Whether the file system under `dir` accepts O_DIRECT (tmpfs does not).
 bool acceptsDirectIo(const std::filesystem::path& dir) {
   auto probe = dir / "direct-probe";
