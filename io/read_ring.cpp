@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -18,6 +20,17 @@
 #include "io/uring.hpp"
 
 namespace cairn::io {
+
+namespace {
+
+// The ring itself failed (not a read): reads may still be in the kernel, writing into buffers
+// their owner would free on unwinding, so nothing can be returned safely (as io::Uring does).
+[[noreturn]] void fatal(const char* what, int errnoValue) {
+  std::fprintf(stderr, "cairn::io::ReadRing: %s: %s\n", what, std::strerror(errnoValue));
+  std::abort();
+}
+
+}  // namespace
 
 struct ReadRing::Ring {
   io_uring ring{};
@@ -110,9 +123,7 @@ ReadRing::Completion ReadRing::wait() {
     } else {
       r = io_uring_wait_cqe(ring, &cqe);
     }
-    if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
-      throw std::system_error(errnoCode(-r), "io_uring_enter (read ring)");
-    }
+    if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) fatal("io_uring_enter", -r);
     if (io_uring_peek_cqe(ring, &cqe) == 0) break;
   }
   Completion c{io_uring_cqe_get_data64(cqe), static_cast<long>(cqe->res)};
@@ -280,6 +291,7 @@ class Sequence {
       slot.finished = true;
       return;
     }
+    slot.retries = 0;  // the budget is per read: this one made progress
     slot.got += static_cast<std::size_t>(r);
     if (r == 0 || slot.complete()) {
       slot.finished = true;

@@ -62,7 +62,8 @@ class ReadRing {
   void startRead(int fd, std::uint8_t* into, std::size_t length, std::uint64_t offset,
                  std::uint64_t tag, int registered = -1);
   // Submits the reads started since the last call and returns one completion, waiting for it
-  // if none is ready. Requires outstanding() > 0.
+  // if none is ready. Requires outstanding() > 0. A failure of the ring itself (not of a read)
+  // ends the process, as in io::Uring: reads may still be writing into their buffers.
   Completion wait();
 
  private:

@@ -59,6 +59,7 @@ Res<void> checkOptions(const JournalOptions& o) {
                                 " bytes: a crash may tear at most one batch, and the torn-tail "
                                 "rule relies on that bound");
   }
+  if (o.prefixSliceBytes == 0) return err(Errc::usage, "the journal's prefix slice is 0 bytes");
   if (o.readOnly && o.cutDamagedTail) {
     return err(Errc::usage, "a read-only journal cuts nothing");
   }
@@ -647,12 +648,16 @@ void Journal::recycle(std::vector<ReadSlot>& slots) {
   }
 }
 
-// The chunks are read and hashed by one task on the CPU pool, which starts the reads on its own
+// The chunks are read and hashed by a task on the CPU pool, which starts the reads on its own
 // thread's ring (io/read_ring.hpp): the loop thread is not woken per chunk, and the hash never
-// waits for a round trip through the loop between two chunks. Memory: readDepth chunk buffers,
-// as for any range read.
+// waits for a round trip through the loop between two chunks. A task reads at most
+// prefixSliceBytes and gives its pool thread back: while the disk is slower than the hash, the
+// thread waits for it, and other CPU work (a checkpoint's segment hashes) must not wait for a
+// whole pass. Memory: the journal's readDepth chunks in huge pages (D51), or chunk buffers
+// while another prefix holds those.
 asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
                                                     Sha256Lane hash) {
+  if (end <= start) co_return std::move(hash);
   const std::size_t chunk = readChunk();
   // No more buffers than chunks (one more: a range that starts unaligned spans one more block).
   const std::uint64_t chunks = (end - start) / chunk + 2;
@@ -688,22 +693,27 @@ asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::ui
   io::SequentialRead how;
   how.fd = impl_->file.fd();
   how.directFd = readsDirectly(start, end) ? impl_->direct.fd() : -1;
-  how.start = start;
-  how.end = end;
   how.chunk = chunk;
   how.cachedChunksFromCache = options_.cachedChunksFromCache;
   how.buffers = raw;
-  io::IoResult<std::uint64_t> got = std::uint64_t{0};
-  auto hashing = onCpuPool([&] {
-    got = io::readSequential(
-        how, [&](std::span<const std::uint8_t> bytes) { hash.update(bytes); },
-        io::ReadRing::forThisThread());
-  });
-  co_await std::move(hashing);
-  if (!got) co_return ioError("read journal from " + std::to_string(start), got.error());
-  if (*got < end - start) {
-    co_return err(Errc::io, "journal ends at " + std::to_string(start + *got) + ", before " +
-                                std::to_string(end));
+  // Bounded: each slice reads up to the next multiple of prefixSliceBytes, or fails.
+  const std::uint64_t slice = options_.prefixSliceBytes;
+  for (std::uint64_t at = start; at < end;) {
+    how.start = at;
+    how.end = end - at <= slice ? end : std::min(end, (at / slice + 1) * slice);
+    io::IoResult<std::uint64_t> got = std::uint64_t{0};
+    auto hashing = onCpuPool([&] {
+      got = io::readSequential(
+          how, [&](std::span<const std::uint8_t> bytes) { hash.update(bytes); },
+          io::ReadRing::forThisThread());
+    });
+    co_await std::move(hashing);
+    if (!got) co_return ioError("read journal from " + std::to_string(at), got.error());
+    if (*got < how.end - at) {
+      co_return err(Errc::io, "journal ends at " + std::to_string(at + *got) + ", before " +
+                                  std::to_string(end));
+    }
+    at = how.end;
   }
   co_return std::move(hash);
 }

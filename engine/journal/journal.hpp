@@ -46,7 +46,11 @@ struct JournalOptions {
   // Prefix and range reads: bytes per read (rounded up to a multiple of 4,096, at most
   // 1 GiB) and reads kept in flight (a range read holds readDepth × readChunkBytes, 8 MiB).
   std::size_t readChunkBytes = std::size_t{1} << 20;
-  unsigned readDepth = 8;
+  unsigned readDepth = 8;  // a prefix keeps at most io::ReadRing::kMaxReads (64) in flight
+  // A prefix is read and hashed on the CPU pool by one task per slice of the file: a task
+  // reads up to the next multiple of this many bytes, then gives its thread back, so other CPU
+  // work does not wait for a whole pass while the disk is slower than the hash (D51).
+  std::uint64_t prefixSliceBytes = std::uint64_t{256} << 20;
   // Reads of at least kMinDirectReadBytes bypass the page cache (O_DIRECT) where the file
   // system allows it; smaller ones (most records) use the cache.
   bool directReads = true;

@@ -47,6 +47,9 @@ struct PatternFile {
     writeWholeFile(dir / "f", content);
     auto f = File::open(dir / "f", O_RDONLY);
     auto d = File::open(dir / "f", O_RDONLY | O_DIRECT);
+    // A file system without O_DIRECT (tmpfs before Linux 6.6): the "direct" descriptor reads
+    // through the cache, and the windows and chunks are still those of direct reads.
+    if (!d) d = File::open(dir / "f", O_RDONLY);
     REQUIRE((f && d));
     file = std::move(*f);
     direct = std::move(*d);
