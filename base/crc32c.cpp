@@ -69,8 +69,10 @@ constexpr ShiftTables makeShift(std::size_t zeros) {
 
 constexpr std::size_t kLongBlock = 8192;
 constexpr std::size_t kShortBlock = 256;
+constexpr std::size_t kTinyBlock = 64;  // a record of 256 B is a frame of 272: 192 B three-way
 constexpr ShiftTables kShiftLong = makeShift(kLongBlock);
 constexpr ShiftTables kShiftShort = makeShift(kShortBlock);
+constexpr ShiftTables kShiftTiny = makeShift(kTinyBlock);
 
 std::uint32_t shift(const ShiftTables& t, std::uint32_t c) {
   return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^ t[3][c >> 24];
@@ -103,6 +105,11 @@ __attribute__((target("sse4.2"))) std::uint32_t extendSse42(std::uint32_t c, con
   }
   for (; n >= 3 * kShortBlock; p += 3 * kShortBlock, n -= 3 * kShortBlock) {
     c = extendThree<kShortBlock>(c, p, kShiftShort);
+  }
+  if (n >= 3 * kTinyBlock) {
+    c = extendThree<kTinyBlock>(c, p, kShiftTiny);
+    p += 3 * kTinyBlock;
+    n -= 3 * kTinyBlock;
   }
   std::uint64_t c64 = c;
   while (n >= 8) {

@@ -2,7 +2,6 @@
 // carries a value to exactly one waiting coroutine. Both live on one executor's thread.
 #pragma once
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -23,9 +22,10 @@ class Signal {
   void notify() {
     set_ = true;
     if (waiter_) {
-      auto h = std::move(*waiter_);
+      Handler h = std::move(*waiter_);
       waiter_.reset();
-      asio::post(*executor_, [h = std::move(h)]() mutable { std::move(h)(); });
+      const auto executor = h.get_executor();
+      asio::post(executor, [h = std::move(h)]() mutable { std::move(h)(); });
     }
   }
   void reset() { set_ = false; }
@@ -33,43 +33,56 @@ class Signal {
 
   asio::awaitable<void> wait() {
     if (set_) co_return;
-    executor_.emplace(co_await asio::this_coro::executor);
     co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
-        [this](auto handler) { waiter_.emplace(std::move(handler)); }, asio::use_awaitable);
+        [this](Handler handler) { waiter_.emplace(std::move(handler)); }, asio::use_awaitable);
   }
 
  private:
+  // The suspended coroutine itself (no type erasure: no allocation per wait); it is resumed on
+  // its own executor.
+  using Handler = asio::async_result<asio::use_awaitable_t<>, void()>::handler_type;
   bool set_ = false;
-  std::optional<asio::any_io_executor> executor_;  // the waiter's, where it is resumed
-  std::optional<asio::any_completion_handler<void()>> waiter_;
+  std::optional<Handler> waiter_;
 };
 
 // Delivers one value of type T to the coroutine that awaits it (posted, never inline).
 template <class T>
 class Completion {
  public:
+  // Not a coroutine of its own (one frame fewer per wait): a value delivered before the wait
+  // is posted to the waiter like one delivered after.
   asio::awaitable<T> wait() {
-    if (value_) co_return std::move(*value_);
-    executor_.emplace(co_await asio::this_coro::executor);
-    co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(T)>(
-        [this](auto handler) { waiter_.emplace(std::move(handler)); }, asio::use_awaitable);
+    return asio::async_initiate<const asio::use_awaitable_t<>&, void(T)>(
+        [this](Handler handler) {
+          if (value_) {
+            T v = std::move(*value_);
+            value_.reset();
+            resume(std::move(handler), std::move(v));
+          } else {
+            waiter_.emplace(std::move(handler));
+          }
+        },
+        asio::use_awaitable);
   }
   void complete(T value) {
     if (waiter_) {
-      auto h = std::move(*waiter_);
+      Handler h = std::move(*waiter_);
       waiter_.reset();
-      asio::post(*executor_, [h = std::move(h), v = std::move(value)]() mutable {
-        std::move(h)(std::move(v));
-      });
+      resume(std::move(h), std::move(value));
     } else {
       value_.emplace(std::move(value));
     }
   }
 
  private:
+  using Handler = typename asio::async_result<asio::use_awaitable_t<>, void(T)>::handler_type;
+  static void resume(Handler h, T value) {
+    const auto executor = h.get_executor();
+    asio::post(executor,
+               [h = std::move(h), v = std::move(value)]() mutable { std::move(h)(std::move(v)); });
+  }
   std::optional<T> value_;
-  std::optional<asio::any_io_executor> executor_;
-  std::optional<asio::any_completion_handler<void(T)>> waiter_;
+  std::optional<Handler> waiter_;
 };
 
 // A mutex for coroutines on one executor: lock() waits in FIFO order without blocking the

@@ -70,7 +70,7 @@ TEST_CASE("CRC32C hardware and table forms agree", "[format]") {
 
 TEST_CASE("CRC32C: the three-way hardware form agrees with the table form at every length",
           "[format]") {
-  // Lengths around the 3 x 256 and 3 x 8192 byte rounds of the interleaved form, at every
+  // Lengths around the 3 x 64, 3 x 256 and 3 x 8192 byte rounds of the interleaved form, at every
   // alignment, and incremental extension across them.
   std::mt19937 rng(11);
   Bytes data(100'008);
