@@ -517,6 +517,7 @@ struct PrefixConfig {
   std::size_t readChunkBytes = JournalOptions{}.readChunkBytes;
   unsigned readDepth = JournalOptions{}.readDepth;
   bool directReads = JournalOptions{}.directReads;
+  bool cachedChunksFromCache = JournalOptions{}.cachedChunksFromCache;
   unsigned repeats = 1;
   bool dropCache = true;
   bool experiments = true;
@@ -705,6 +706,7 @@ asio::awaitable<int> runPrefix(io::Uring& uring, const PrefixConfig& c) {
   options.readChunkBytes = c.readChunkBytes;
   options.readDepth = c.readDepth;
   options.directReads = c.directReads;
+  options.cachedChunksFromCache = c.cachedChunksFromCache;
 
   // Reuse a journal built by an earlier run if it is large enough; otherwise build it.
   std::unique_ptr<Journal> journal;
@@ -755,6 +757,7 @@ asio::awaitable<int> runPrefix(io::Uring& uring, const PrefixConfig& c) {
       .count("read_chunk_bytes", c.readChunkBytes)
       .count("read_depth", c.readDepth)
       .text("reads", journal->directReads() ? "direct" : "buffered")
+      .text("cached_chunks", c.cachedChunksFromCache ? "through the cache" : "direct")
       .number("build_seconds", buildSeconds)
       .number("build_mb_per_s",
               buildSeconds > 0 ? double(journal->endOffset()) / buildSeconds / 1e6 : -1)
@@ -839,6 +842,9 @@ int main(int argc, char** argv) {
   prefixCmd->add_flag(
       "--buffered", [&](std::int64_t) { prefix.directReads = false; },
       "read through the page cache (JournalOptions::directReads = false)");
+  prefixCmd->add_flag(
+      "--direct-cached", [&](std::int64_t) { prefix.cachedChunksFromCache = false; },
+      "read cached chunks directly too (JournalOptions::cachedChunksFromCache = false)");
   prefixCmd->add_option("--repeats", prefix.repeats, "cold+warm pairs")
       ->check(CLI::Range(1u, kMaxPrefixRepeats));
   prefixCmd->add_flag(
