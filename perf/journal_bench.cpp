@@ -235,6 +235,7 @@ struct AppendConfig {
   std::uint64_t records = 0;  // 0: run for `seconds`
   std::uint64_t maxBatchBytes = JournalOptions{}.maxBatchBytes;
   bool preallocate = JournalOptions{}.preallocate;
+  bool directRoom = JournalOptions{}.directRoom;
   bool keep = false;
 };
 
@@ -282,6 +283,7 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
   JournalOptions options;
   options.maxBatchBytes = c.maxBatchBytes;
   options.preallocate = c.preallocate;
+  options.directRoom = c.directRoom;
   auto created = co_await Journal::create(uring, dir, u"bench", options);
   if (!created) co_return fail("create " + dir.string(), created.error());
   std::unique_ptr<Journal> journal = std::move(*created);
@@ -324,6 +326,7 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
       .count("appenders", c.appenders)
       .count("max_batch_bytes", c.maxBatchBytes)
       .flag("room", c.preallocate)
+      .text("room_zeros", c.directRoom ? "direct" : "through the cache")
       .number("seconds", elapsed)
       .count("appends", run.appended)
       .number("appends_per_s", appends / elapsed)
@@ -336,6 +339,7 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
       // the loop's own work between two batches (the disk idle).
       .number("sync_busy", journal->stats().syncSeconds / elapsed)
       .count("room_bytes", journal->stats().roomBytes)
+      .count("room_direct_bytes", journal->stats().roomDirectBytes)
       .number("room_busy", journal->stats().roomSeconds / elapsed)
       .number("write_sync_mean_us",
               batches ? journal->stats().syncSeconds / double(batches) * 1e6 : 0)
@@ -633,6 +637,9 @@ enum class PassKind {
   prefix,    // Journal::prefix(): reads and SHA-256 on a CPU-pool thread (the product)
   readOnly,  // Journal::readRange() with an empty sink: the reading alone
   loopHash,  // readRange() hashing each chunk on the loop thread: prefix() before 2806cc7
+  // The least a pass through the page cache must do: pread of 1 MiB into one buffer and
+  // SHA-256 of it, one thread, no ring, no pool (warm: a copy per byte, then its hash).
+  floor,
 };
 
 const char* passName(PassKind k) {
@@ -643,8 +650,29 @@ const char* passName(PassKind k) {
       return "read_only";
     case PassKind::loopHash:
       return "hash_on_loop";
+    case PassKind::floor:
+      return "floor_pread_hash";
   }
   return "?";
+}
+
+// PassKind::floor: the file's first `length` bytes read with pread and hashed.
+Res<Digest> preadAndHash(const fs::path& file, std::uint64_t length) {
+  auto f = io::File::open(file, O_RDONLY);
+  if (!f) return err(Errc::io, "open " + file.string() + ": " + f.error().message());
+  Bytes buffer(std::size_t{1} << 20);
+  Sha256 hash;
+  // Bounded: every pass reads at least one byte or fails.
+  for (std::uint64_t at = 0; at < length;) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(length - at, buffer.size()));
+    auto got = f->readFullAt(std::span(buffer.data(), want), at);
+    if (!got) return err(Errc::io, "read " + file.string() + ": " + got.error().message());
+    if (*got == 0) return err(Errc::io, file.string() + " ends before its frames");
+    hash.update(ByteView(buffer.data(), *got));
+    at += *got;
+  }
+  return hash.finish();
 }
 
 asio::awaitable<Res<Json>> timePass(io::Uring& uring, Journal& journal, const fs::path& file,
@@ -663,6 +691,10 @@ asio::awaitable<Res<Json>> timePass(io::Uring& uring, Journal& journal, const fs
     auto p = co_await journal.prefix(journal.endSequence(), limits::kMaxPrefixBytes);
     if (!p) co_return Failure<Error>{p.error()};
     digest = p->sha256;
+  } else if (kind == PassKind::floor) {
+    auto d = preadAndHash(file, length);
+    if (!d) co_return Failure<Error>{d.error()};
+    digest = *d;
   } else if (kind == PassKind::readOnly) {
     auto r = co_await journal.readRange(0, length, [](ByteView) -> Res<void> { return {}; });
     if (!r) co_return Failure<Error>{r.error()};
@@ -734,13 +766,15 @@ asio::awaitable<int> runPrefix(io::Uring& uring, const PrefixConfig& c) {
   }
 
   // Each repeat: the product cold and warm, then (unless --no-experiments) the reading alone
-  // (cold) and the previous prefix(), hashing on the loop thread (cold and warm).
+  // (cold), the previous prefix(), hashing on the loop thread (cold and warm), and the floor of
+  // a warm pass (pread + SHA-256).
   std::vector<std::pair<PassKind, bool>> passes = {{PassKind::prefix, true},
                                                    {PassKind::prefix, false}};
   if (c.experiments) {
     passes.push_back({PassKind::readOnly, true});
     passes.push_back({PassKind::loopHash, true});
     passes.push_back({PassKind::loopHash, false});
+    passes.push_back({PassKind::floor, false});
   }
   std::vector<Json> runs;
   for (unsigned i = 0; i < c.repeats; ++i) {
@@ -828,6 +862,9 @@ int main(int argc, char** argv) {
   appendCmd->add_flag(
       "--no-room", [&](std::int64_t) { append.preallocate = false; },
       "batches extend the file (JournalOptions::preallocate = false)");
+  appendCmd->add_flag(
+      "--buffered-room", [&](std::int64_t) { append.directRoom = false; },
+      "the room's zeros through the page cache (JournalOptions::directRoom = false)");
   appendCmd->add_flag("--keep", append.keep, "keep the journal directory");
 
   PrefixConfig prefix;

@@ -292,6 +292,7 @@ def pass_run(name, cache):
 cold, warm = pass_run("prefix", "cold"), pass_run("prefix", "warm")
 read_only = pass_run("read_only", "cold")
 loop_cold, loop_warm = pass_run("hash_on_loop", "cold"), pass_run("hash_on_loop", "warm")
+floor_warm = pass_run("floor_pread_hash", "warm")
 read_direct, read_buffered = fio("read-direct"), fio("read-buffered")
 m = re.search(r"\+F:\d+:sha256:([0-9.]+)", text("openssl.txt"))
 sha_mb = float(m.group(1)) / 1e6 if m else float("nan")   # per CPU second: one core's speed
@@ -318,6 +319,12 @@ prefix_summary = {
     "cpu_efficiency_cold": mb_per_cpu_s(cold) / sha_mb,
     "cpu_efficiency_warm": mb_per_cpu_s(warm) / sha_mb,
 }
+# Warm against its floor in this run: pread through the page cache and SHA-256 on one thread,
+# the least such a pass does (a copy per byte, then its hash).
+if floor_warm:
+    prefix_summary["warm_over_floor"] = warm["mb_per_s"] / floor_warm["mb_per_s"]
+    prefix_summary["warm_cpu_over_floor"] = mb_per_cpu_s(warm) / mb_per_cpu_s(floor_warm)
+    prefix_summary["floor_cpu_efficiency_warm"] = mb_per_cpu_s(floor_warm) / sha_mb
 # The same file hashed by the previous prefix() (SHA-256 on the loop thread): the gain of the
 # CPU pool in this run, and a check that both paths produce the same digest.
 if loop_cold and loop_warm:
@@ -376,6 +383,7 @@ line("cairn prefix, warm", warm)
 line("cairn readRange only, cold", read_only)
 line("previous prefix (loop hash), cold", loop_cold)
 line("previous prefix (loop hash), warm", loop_warm)
+line("floor: pread + SHA-256, warm", floor_warm)
 print(f"  {'fio read O_DIRECT (1 MiB, QD4)':<34} {read_direct['mb_per_s']:>7.0f} MB/s")
 print(f"  {'fio read buffered, cold':<34} {read_buffered['mb_per_s']:>7.0f} MB/s")
 print(f"  {'openssl speed sha256 (CPU time)':<34} {sha_mb:>7.0f} MB/s")
@@ -385,6 +393,11 @@ print(f"  ratio warm: cairn / min(disk, sha256) = {prefix_summary['ratio_warm']:
       f"against the contended in-process sha256: cold {prefix_summary['ratio_cold_vs_contended_sha256']:.0%}")
 print(f"  CPU efficiency (bytes per CPU s vs openssl): cold {prefix_summary['cpu_efficiency_cold']:.0%}, "
       f"warm {prefix_summary['cpu_efficiency_warm']:.0%}")
+if "warm_over_floor" in prefix_summary:
+    print(f"  warm against its floor (pread + SHA-256 through the cache): "
+          f"{prefix_summary['warm_over_floor']:.0%} of its speed, "
+          f"{prefix_summary['warm_cpu_over_floor']:.0%} of its bytes per CPU s "
+          f"(the floor's own CPU efficiency vs openssl: {prefix_summary['floor_cpu_efficiency_warm']:.0%})")
 if "pool_over_loop_cold" in prefix_summary:
     print(f"  CPU pool / loop-thread hashing: cold {prefix_summary['pool_over_loop_cold']:.2f}x, "
           f"warm {prefix_summary['pool_over_loop_warm']:.2f}x; digests "

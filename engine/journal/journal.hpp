@@ -63,6 +63,10 @@ struct JournalOptions {
   // batch's O_DSYNC write overwrites written blocks and syncs no metadata (docs/journal.md,
   // "Room"; docs/decisions.md D50). False: each batch extends the file (tests, measurements).
   bool preallocate = true;
+  // Write the room's zeros with O_DIRECT where the file system allows it: no copy into the
+  // page cache and no writeback, 2-3x faster on this disk (docs/decisions.md D52). False:
+  // through the page cache (measurements; the fallback where O_DIRECT is refused).
+  bool directRoom = true;
 };
 
 inline constexpr std::uint64_t kMinDirectReadBytes = std::uint64_t{64} << 10;
@@ -104,6 +108,7 @@ struct JournalStats {
   // The room (docs/journal.md): zeros written ahead of the frames, and the time it took (part
   // of syncSeconds: the batch that passed the room's end waited for it).
   std::uint64_t roomBytes = 0;
+  std::uint64_t roomDirectBytes = 0;  // of roomBytes, written with O_DIRECT (D52)
   double roomSeconds = 0;
 };
 

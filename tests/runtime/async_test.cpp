@@ -41,15 +41,22 @@ TEST_CASE("Completion: a value given before the wait is delivered by the wait", 
   asio::io_context context;
   Completion<int> done;
   done.complete(42);
-  int got = 0;
+  std::vector<std::string> events;
   asio::co_spawn(
-      context, [&]() -> asio::awaitable<void> { got = co_await done.wait(); }, asio::detached);
+      context,
+      [&]() -> asio::awaitable<void> {
+        // Queued before the wait: it runs first only if the wait's value is posted too.
+        asio::post(context, [&] { events.push_back("queued before the wait"); });
+        int got = co_await done.wait();
+        events.push_back("got " + std::to_string(got));
+      },
+      asio::detached);
   context.run();
-  REQUIRE(got == 42);
+  REQUIRE(events == std::vector<std::string>{"queued before the wait", "got 42"});
 }
 
 TEST_CASE("Completion and Signal: waiters left suspended are released with them", "[runtime]") {
-  auto witness = std::make_shared<int>(0);
+  auto witness = std::make_shared<int>(-1);  // a released waiter must not be given a value
   {
     asio::io_context context;
     auto done = std::make_unique<Completion<int>>();
@@ -68,7 +75,7 @@ TEST_CASE("Completion and Signal: waiters left suspended are released with them"
     context.poll();  // Asio destroys the frames of an abandoned coroutine on its executor
     REQUIRE(witness.use_count() == 1);
   }
-  REQUIRE(*witness == 0);
+  REQUIRE(*witness == -1);
 }
 
 TEST_CASE("Signal: notify before or after the wait, and reset re-arms it", "[runtime]") {
@@ -89,6 +96,7 @@ TEST_CASE("Signal: notify before or after the wait, and reset re-arms it", "[run
   asio::post(context, [&] {
     events.push_back("notify");
     signal.notify();
+    signal.notify();  // a second notify finds no waiter: the waiter resumes once
     events.push_back("notified");
   });
   context.run();
