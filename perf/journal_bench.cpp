@@ -727,7 +727,9 @@ asio::awaitable<Res<Json>> timePass(io::Uring& uring, Journal& journal, const fs
       .number("cpu_utilisation", (cpu.user + cpu.system) / wall)
       .text("sha256", digest ? toHex(*digest) : "");
   // prefix() reads on a CPU-pool thread's own ring (io::ReadRing), not on the loop's.
-  if (kind != PassKind::prefix) out.object("uring", uringJson(delta));
+  if (kind == PassKind::readOnly || kind == PassKind::loopHash) {
+    out.object("uring", uringJson(delta));
+  }
   co_return out;
 }
 

@@ -973,6 +973,7 @@ asio::awaitable<io::IoResult<bool>> Journal::makeRoom(std::uint64_t from, std::u
   // Direct from the first whole page (the part of a page before it goes through the cache,
   // where that page is); buffered where O_DIRECT is refused.
   const std::uint64_t directFrom = s.roomDirect.isOpen() ? alignUp(start) : target;
+  std::uint64_t directBytes = 0;
   for (std::uint64_t at = start; at < target;) {
     const bool direct = at >= directFrom;
     const std::uint64_t stop = direct ? target : std::min(target, directFrom);
@@ -981,11 +982,11 @@ asio::awaitable<io::IoResult<bool>> Journal::makeRoom(std::uint64_t from, std::u
     auto wrote = co_await uring_.write(direct ? s.roomDirect.fd() : s.file.fd(),
                                        ByteView(zeros.get(), n), at);
     if (!wrote && direct && wrote.error() == std::errc::invalid_argument) {
-      // The file system took O_DIRECT at open but not for this write: zeros through the cache.
+      // The file system took O_DIRECT at open but refuses this write: the whole room again,
+      // through the cache (zeros over the zeros written so far), as with directRoom = false.
       s.roomDirect = io::File{};
-      wrote = co_await uring_.write(s.file.fd(), ByteView(zeros.get(), n), at);
-    } else if (wrote && direct) {
-      stats_.roomDirectBytes += n;
+      auto again = co_await makeRoom(from, need);
+      co_return again;
     }
     if (!wrote) {
       if (wrote.error() == std::errc::no_space_on_device ||
@@ -996,12 +997,14 @@ asio::awaitable<io::IoResult<bool>> Journal::makeRoom(std::uint64_t from, std::u
       }
       co_return Failure<std::error_code>{wrote.error()};
     }
+    if (direct) directBytes += n;
     at += n;
   }
   auto synced = co_await uring_.fdatasync(s.file.fd());
   if (!synced) co_return Failure<std::error_code>{synced.error()};
   s.allocatedEnd = target;
   stats_.roomBytes += target - start;
+  stats_.roomDirectBytes += directBytes;
   stats_.roomSeconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   co_return true;

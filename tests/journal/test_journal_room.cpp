@@ -313,7 +313,7 @@ TEST_CASE("journal room: made from an unaligned end, directly or through the pag
   const std::uint64_t end = j.endOffset();
   REQUIRE(end > kJournalRoomBytes);
   // Direct where the file system takes O_DIRECT: all but the first room's partial page.
-  const bool fsTakesDirect = io::File::open(db / "probe", O_RDWR | O_CREAT | O_DIRECT).ok();
+  const bool fsTakesDirect = io::File::open(dir.path() / "probe", O_RDWR | O_CREAT | O_DIRECT).ok();
   if (direct && fsTakesDirect) {
     CHECK(j.stats().roomDirectBytes ==
           j.stats().roomBytes - (io::kDirectAlign - before.size() % io::kDirectAlign));
@@ -337,5 +337,31 @@ TEST_CASE("journal room: made from an unaligned end, directly or through the pag
   auto again = runToCompletion(context, Journal::open(uring, db, roomy));
   REQUIRE(again.ok());
   CHECK((*again)->endSequence() == records.size());
+  CHECK_FALSE((*again)->tornTail());
+}
+
+TEST_CASE("journal room: a batch runs to its page's end only inside the room", "[journal]") {
+  // The room ends mid-page (zeros after the frames up to a length a page does not divide, as
+  // left by a journal written without a room, then zeros appended): a batch inside it is not
+  // padded past the file's end, so the file keeps its length and its zeros.
+  Roomy r;
+  const std::string payload = "a small record";
+  const std::uint64_t next = r.end + frameLength(payload.size());
+  REQUIRE(next % io::kDirectAlign != 0);
+  REQUIRE(next % io::kDirectAlign != io::kDirectAlign - 1);
+  const std::uint64_t length = next + 1;  // the file ends inside the page holding `next`
+  fs::resize_file(r.journalFile(), length);
+  auto opened = r.open();
+  REQUIRE(opened.ok());
+  REQUIRE(runToCompletion(r.context, (*opened)->append(asBytes(payload))).ok());
+  CHECK((*opened)->endOffset() == next);
+  CHECK((*opened)->stats().roomBytes == 0);  // it fitted: no room was made
+  opened->reset();
+  const Bytes file = readWholeFile(r.journalFile());
+  CHECK(file.size() == length);
+  CHECK(zerosFrom(file, next));
+  auto again = r.open();
+  REQUIRE(again.ok());
+  CHECK((*again)->endSequence() == 21);
   CHECK_FALSE((*again)->tornTail());
 }
