@@ -110,6 +110,7 @@ class Uring::Impl : public std::enable_shared_from_this<Impl> {
 
   unsigned capacity() const noexcept { return capacity_; }
   const UringStats& stats() const noexcept { return stats_; }
+  std::function<int(const Uring::Operation&)> fault;  // Uring::setFaultForTests
 
  private:
   void start(Op* op);
@@ -169,8 +170,21 @@ Uring::Impl::Impl(boost::asio::io_context& context, unsigned entries)
 
 Uring::Impl::~Impl() { drainForShutdown(); }
 
+template <auto A, auto B>
+constexpr bool kSameKind = static_cast<int>(A) == static_cast<int>(B);
+static_assert(kSameKind<Uring::Operation::Kind::read, OpKind::read> &&
+              kSameKind<Uring::Operation::Kind::write, OpKind::write> &&
+              kSameKind<Uring::Operation::Kind::writeDsync, OpKind::writeDsync> &&
+              kSameKind<Uring::Operation::Kind::fsync, OpKind::fsync> &&
+              kSameKind<Uring::Operation::Kind::fdatasync, OpKind::fdatasync>);
+
 boost::asio::awaitable<int> Uring::Impl::perform(OpRequest request) {
   if (request.offset > kMaxOffset) co_return -EINVAL;
+  if (fault) {
+    const int error = fault({static_cast<Uring::Operation::Kind>(request.kind), request.fd,
+                             request.offset, request.length});
+    if (error != 0) co_return -error;
+  }
   co_return co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&, void(int)>(
       [this](auto handler, const OpRequest& r) {
         start(new HandlerOp<decltype(handler)>(std::move(handler), r, context_.get_executor()));
@@ -405,6 +419,9 @@ Uring::~Uring() = default;
 
 unsigned Uring::capacity() const noexcept { return impl_->capacity(); }
 UringStats Uring::stats() const noexcept { return impl_->stats(); }
+void Uring::setFaultForTests(std::function<int(const Operation&)> fault) {
+  impl_->fault = std::move(fault);
+}
 
 boost::asio::awaitable<IoResult<std::size_t>> Uring::read(int fd, std::span<std::uint8_t> buffer,
                                                           std::uint64_t offset) {

@@ -39,6 +39,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -108,6 +109,17 @@ class Uring {
                                                       std::uint64_t offset);
   boost::asio::awaitable<IoResult<void>> fdatasync(int fd);
   boost::asio::awaitable<IoResult<void>> fsync(int fd);
+
+  // For tests of error paths: `fault` sees each operation before it is submitted and may
+  // answer for it with an errno (the operation is then not submitted and fails with it); 0
+  // lets it run. Empty (the default): every operation runs. Loop thread only.
+  struct Operation {
+    enum class Kind : std::uint8_t { read, write, writeDsync, fsync, fdatasync } kind;
+    int fd;
+    std::uint64_t offset;
+    std::uint32_t length;
+  };
+  void setFaultForTests(std::function<int(const Operation&)> fault);
 
   // Slots: the submission queue's size (entries rounded up to a power of two).
   unsigned capacity() const noexcept;

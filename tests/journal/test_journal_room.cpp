@@ -365,3 +365,92 @@ TEST_CASE("journal room: a batch runs to its page's end only inside the room", "
   CHECK((*again)->endSequence() == 21);
   CHECK_FALSE((*again)->tornTail());
 }
+
+namespace {
+
+// Appends `records` to j, each checked.
+void appendAll(asio::io_context& context, Journal& j, const std::vector<std::string>& records,
+               std::size_t from) {
+  for (std::size_t i = from; i < records.size(); ++i) {
+    REQUIRE(runToCompletion(context, j.append(asBytes(records[i]))).ok());
+  }
+}
+
+// Every record of j reads back as written, and the file holds zeros after the frames.
+void checkRecordsAndZeros(asio::io_context& context, Journal& j, const fs::path& file,
+                          const std::vector<std::string>& records) {
+  for (std::size_t i = 1; i <= records.size(); ++i) {
+    auto got = runToCompletion(context, j.record(i));
+    REQUIRE(got.ok());
+    CHECK(*got == Bytes(records[i - 1].begin(), records[i - 1].end()));
+  }
+  CHECK(zerosFrom(readWholeFile(file), j.endOffset()));
+}
+
+bool isDirect(int fd) { return (::fcntl(fd, F_GETFL) & O_DIRECT) != 0; }
+
+}  // namespace
+
+TEST_CASE("journal room: a direct write refused after open makes the room through the cache",
+          "[journal]") {
+  // A file system that takes O_DIRECT at open and refuses the write (EINVAL): the room is made
+  // again through the page cache, and so are the rooms after it; nothing fails.
+  io::test::TempDir dir;
+  asio::io_context context{1};
+  io::Uring uring{context, 64};
+  const fs::path db = dir.path() / "db";
+  int refused = 0;
+  uring.setFaultForTests([&](const io::Uring::Operation& op) {
+    if (op.kind != io::Uring::Operation::Kind::write || !isDirect(op.fd) || refused > 0) return 0;
+    ++refused;
+    return EINVAL;
+  });
+  auto j = std::move(*runToCompletion(context, Journal::create(uring, db, u"db")));
+  std::vector<std::string> records;
+  for (int i = 0; i < 20; ++i) records.push_back(Roomy::payload(i));
+  for (int i = 0; i < 6; ++i) records.emplace_back(3 << 20, char('k' + i));  // past the room
+  appendAll(context, *j, records, 0);
+  const bool fsTakesDirect = io::File::open(dir.path() / "probe", O_RDWR | O_CREAT | O_DIRECT).ok();
+  if (fsTakesDirect) CHECK(refused == 1);
+  CHECK(j->stats().roomBytes > kJournalRoomBytes);  // two rooms
+  CHECK(j->stats().roomDirectBytes == 0);
+  const fs::path file = db / Journal::kFileName;
+  CHECK(fs::file_size(file) == (j->endOffset() / kJournalRoomBytes + 1) * kJournalRoomBytes);
+  checkRecordsAndZeros(context, *j, file, records);
+}
+
+TEST_CASE("journal room: no space for a room: its zeros are cut and batches extend the file",
+          "[journal]") {
+  // ENOSPC while the zeros are written: those written are cut off again, the batch extends
+  // the file as without a room, and a room is tried again 16 MiB later.
+  const int error = GENERATE(ENOSPC, EDQUOT);
+  CAPTURE(error);
+  io::test::TempDir dir;
+  asio::io_context context{1};
+  io::Uring uring{context, 64};
+  const fs::path db = dir.path() / "db";
+  auto j = std::move(*runToCompletion(context, Journal::create(uring, db, u"db")));
+  const fs::path file = db / Journal::kFileName;
+  const std::uint64_t headerEnd = j->endOffset();
+  int chunks = 0, refused = 0;
+  uring.setFaultForTests([&](const io::Uring::Operation& op) {
+    // The room's third MiB of zeros: no space (two were written, and must be cut off again).
+    if (op.kind != io::Uring::Operation::Kind::write || op.length != (1u << 20)) return 0;
+    if (++chunks != 3) return 0;
+    ++refused;
+    return error;
+  });
+  std::vector<std::string> records;
+  for (int i = 0; i < 20; ++i) records.push_back(Roomy::payload(i));
+  appendAll(context, *j, records, 0);
+  CHECK(refused == 1);
+  CHECK(j->stats().roomBytes == 0);
+  CHECK(j->endOffset() > headerEnd);
+  CHECK(fs::file_size(file) == j->endOffset());  // frames only: the zeros were cut off
+  // More than 16 MiB later a room is made again (the disk has space now).
+  for (int i = 0; i < 6; ++i) records.emplace_back(3 << 20, char('k' + i));
+  appendAll(context, *j, records, 20);
+  CHECK(j->stats().roomBytes > 0);
+  CHECK(fs::file_size(file) == (j->endOffset() / kJournalRoomBytes + 1) * kJournalRoomBytes);
+  checkRecordsAndZeros(context, *j, file, records);
+}
