@@ -194,6 +194,43 @@ TEST_CASE("journal: waiting appenders are bounded", "[journal]") {
   CHECK(j->endSequence() == 10);
 }
 
+TEST_CASE("journal: a failed durable write is never acknowledged nor retried", "[journal]") {
+  Fixture f;
+  JournalOptions small = Fixture::framesOnly();
+  small.maxBatchBytes = 1000;  // 116-byte frames: 8 per batch, the other appenders wait
+  auto j = f.create(small);
+  for (int i = 0; i < 5; ++i) f.append(*j, "acknowledged " + std::to_string(i));
+  int durableWrites = 0;
+  f.uring.setFaultForTests([&](const io::Uring::Operation& op) {
+    if (op.kind != io::Uring::Operation::Kind::writeDsync) return 0;
+    return ++durableWrites == 2 ? EIO : 0;  // the second batch from here fails
+  });
+  auto results = f.appendConcurrently(*j, 60, 100);
+  std::size_t acknowledged = 0;
+  while (acknowledged < results.size() && results[acknowledged].ok()) ++acknowledged;
+  CHECK(acknowledged >= 1);
+  CHECK(acknowledged <= 8);  // the first batch only
+  for (std::size_t i = acknowledged; i < results.size(); ++i) {
+    REQUIRE_FALSE(results[i].ok());
+    CHECK(results[i].error().code == Errc::io);
+    CHECK_THAT(results[i].error().message, Catch::Contains("durable write failed"));
+  }
+  CHECK(durableWrites == 2);  // nothing written after the failure, nothing retried
+  CHECK(j->endSequence() == 5 + acknowledged);
+  auto later = runToCompletion(f.context, j->append(asBytes(std::string_view("later"))));
+  REQUIRE_FALSE(later.ok());
+  CHECK(later.error().code == Errc::io);
+  CHECK(durableWrites == 2);
+  j.reset();
+  f.uring.setFaultForTests({});
+  // Reopened: exactly the acknowledged records, and the next sequence after them.
+  auto reopened = f.open();
+  REQUIRE(reopened.ok());
+  CHECK((*reopened)->endSequence() == 5 + acknowledged);
+  CHECK_FALSE((*reopened)->tornTail());
+  CHECK(f.append(**reopened, "after") == 6 + acknowledged);
+}
+
 TEST_CASE("journal: a record over the payload cap is refused", "[journal]") {
   Fixture f;
   auto j = f.create();
