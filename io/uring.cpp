@@ -35,7 +35,7 @@ constexpr std::uint64_t kMaxOffset = std::numeric_limits<std::int64_t>::max();
   std::abort();
 }
 
-enum class OpKind : std::uint8_t { read, write, writeDsync, fsync, fdatasync };
+using OpKind = Uring::Operation::Kind;
 
 struct OpRequest {
   OpKind kind;
@@ -170,19 +170,10 @@ Uring::Impl::Impl(boost::asio::io_context& context, unsigned entries)
 
 Uring::Impl::~Impl() { drainForShutdown(); }
 
-template <auto A, auto B>
-constexpr bool kSameKind = static_cast<int>(A) == static_cast<int>(B);
-static_assert(kSameKind<Uring::Operation::Kind::read, OpKind::read> &&
-              kSameKind<Uring::Operation::Kind::write, OpKind::write> &&
-              kSameKind<Uring::Operation::Kind::writeDsync, OpKind::writeDsync> &&
-              kSameKind<Uring::Operation::Kind::fsync, OpKind::fsync> &&
-              kSameKind<Uring::Operation::Kind::fdatasync, OpKind::fdatasync>);
-
 boost::asio::awaitable<int> Uring::Impl::perform(OpRequest request) {
   if (request.offset > kMaxOffset) co_return -EINVAL;
   if (fault) {
-    const int error = fault({static_cast<Uring::Operation::Kind>(request.kind), request.fd,
-                             request.offset, request.length});
+    const int error = fault({request.kind, request.fd, request.offset, request.length});
     if (error != 0) co_return -error;
   }
   co_return co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&, void(int)>(

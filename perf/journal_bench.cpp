@@ -36,6 +36,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -543,25 +544,32 @@ std::string dropPageCache(const fs::path& file) {
   return r == 0 ? "fadvise_dontneed" : "none";
 }
 
+// Reads up to `limit` bytes of the file from its start with pread, 1 MiB at a time, through
+// the page cache, passing each piece to `consume`; returns the bytes read (fewer at its end).
+Res<std::uint64_t> preadEach(const fs::path& file, std::uint64_t limit,
+                             const std::function<void(ByteView)>& consume) {
+  auto f = io::File::open(file, O_RDONLY);
+  if (!f) return err(Errc::io, "open " + file.string() + ": " + f.error().message());
+  Bytes buffer(std::size_t{1} << 20);
+  std::uint64_t at = 0;
+  // Bounded: every pass reads at least one byte, or stops at the end or an error.
+  while (at < limit) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(limit - at, buffer.size()));
+    auto got = f->readFullAt(std::span(buffer.data(), want), at);
+    if (!got) return err(Errc::io, "read " + file.string() + ": " + got.error().message());
+    if (*got == 0) break;
+    consume(ByteView(buffer.data(), *got));
+    at += *got;
+  }
+  return at;
+}
+
 // Reads the whole file through the page cache, so a warm pass finds it there: a cold pass's
 // direct reads leave nothing cached (before this, every "warm" pass found 0 % of the file
 // resident and was a second cold pass). Returns false if the file cannot be read.
 bool fillPageCache(const fs::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::vector<std::uint8_t> chunk(std::size_t{1} << 20);
-  bool ok = true;
-  // Bounded: every pass reads at least one byte, or stops at the end or an error.
-  for (off_t at = 0;;) {
-    const ssize_t got = ::pread(fd, chunk.data(), chunk.size(), at);
-    if (got <= 0) {
-      ok = got == 0;
-      break;
-    }
-    at += got;
-  }
-  ::close(fd);
-  return ok;
+  return preadEach(file, std::numeric_limits<std::uint64_t>::max(), [](ByteView) {}).ok();
 }
 
 // The fraction of the file's pages in the page cache (mincore), or -1 if it cannot tell.
@@ -658,20 +666,10 @@ const char* passName(PassKind k) {
 
 // PassKind::floor: the file's first `length` bytes read with pread and hashed.
 Res<Digest> preadAndHash(const fs::path& file, std::uint64_t length) {
-  auto f = io::File::open(file, O_RDONLY);
-  if (!f) return err(Errc::io, "open " + file.string() + ": " + f.error().message());
-  Bytes buffer(std::size_t{1} << 20);
   Sha256 hash;
-  // Bounded: every pass reads at least one byte or fails.
-  for (std::uint64_t at = 0; at < length;) {
-    const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(length - at, buffer.size()));
-    auto got = f->readFullAt(std::span(buffer.data(), want), at);
-    if (!got) return err(Errc::io, "read " + file.string() + ": " + got.error().message());
-    if (*got == 0) return err(Errc::io, file.string() + " ends before its frames");
-    hash.update(ByteView(buffer.data(), *got));
-    at += *got;
-  }
+  auto read = preadEach(file, length, [&](ByteView piece) { hash.update(piece); });
+  if (!read) return Failure<Error>{read.error()};
+  if (*read < length) return err(Errc::io, file.string() + " ends before its frames");
   return hash.finish();
 }
 
