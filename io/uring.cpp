@@ -122,6 +122,9 @@ class Uring::Impl : public std::enable_shared_from_this<Impl> {
   void armWait();
   void onSignal(const boost::system::error_code& ec);
   void reap();
+  // A transient result (EINTR, EAGAIN) runs the operation again, at most
+  // kMaxTransientRetries times: true when it is to be run again (counted as started).
+  bool retry(Op* op, int res);
   void admitWaiting();
   void drainForShutdown();
 
@@ -172,10 +175,6 @@ Uring::Impl::~Impl() { drainForShutdown(); }
 
 boost::asio::awaitable<int> Uring::Impl::perform(OpRequest request) {
   if (request.offset > kMaxOffset) co_return -EINVAL;
-  if (fault) {
-    const int error = fault({request.kind, request.fd, request.offset, request.length});
-    if (error != 0) co_return -error;
-  }
   co_return co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&, void(int)>(
       [this](auto handler, const OpRequest& r) {
         start(new HandlerOp<decltype(handler)>(std::move(handler), r, context_.get_executor()));
@@ -209,10 +208,18 @@ void Uring::Impl::enqueue(Op* op) {
 
 void Uring::Impl::prepare(Op* op) {
   assert(stats_.inFlight < capacity_);
+  const OpRequest& r = op->request;
+  // Bounded: a transient answer is retried at most kMaxTransientRetries times.
+  for (int error = 0; fault && (error = fault({r.kind, r.fd, r.offset, r.length})) != 0;) {
+    if (!retry(op, -error)) {
+      ++stats_.completed;
+      op->complete(-error);  // posted: the caller resumes on a later turn
+      return;
+    }
+  }
   // Invariant: a free slot means a free submission entry, since only slot holders use them.
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_.ring);
   if (sqe == nullptr) fatal("no submission entry for a free slot", EBUSY);
-  const OpRequest& r = op->request;
   switch (r.kind) {
     case OpKind::read:
       io_uring_prep_read(sqe, r.fd, r.data, r.length, r.offset);
@@ -302,9 +309,7 @@ void Uring::Impl::reap() {
     ++seen;
     assert(stats_.inFlight > 0);
     --stats_.inFlight;
-    if (isTransient(res) && op->retries < kMaxTransientRetries) {
-      ++op->retries;
-      ++stats_.started;
+    if (retry(op, res)) {
       enqueue(op);  // behind earlier waiters; admitWaiting() gives it the freed slot in order
       continue;
     }
@@ -313,6 +318,13 @@ void Uring::Impl::reap() {
   }
   assert(seen <= ring_.ring.cq.ring_entries);
   io_uring_cq_advance(&ring_.ring, seen);
+}
+
+bool Uring::Impl::retry(Op* op, int res) {
+  if (!isTransient(res) || op->retries == kMaxTransientRetries) return false;
+  ++op->retries;
+  ++stats_.started;
+  return true;
 }
 
 void Uring::Impl::admitWaiting() {

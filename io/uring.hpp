@@ -110,9 +110,11 @@ class Uring {
   boost::asio::awaitable<IoResult<void>> fdatasync(int fd);
   boost::asio::awaitable<IoResult<void>> fsync(int fd);
 
-  // For tests of error paths: `fault` sees each operation before it is submitted and may
-  // answer for it with an errno (the operation is then not submitted and fails with it); 0
-  // lets it run. Empty (the default): every operation runs. Loop thread only.
+  // For tests of error paths: `fault` sees each operation each time it is to be submitted
+  // (a retry too) and may answer for it with an errno, as the kernel would: the operation is
+  // then not submitted, and fails with it, or with EINTR or EAGAIN is retried as a transient
+  // result of the kernel's is (at most kMaxTransientRetries times); 0 lets it run. Empty (the
+  // default): every operation runs. Loop thread only.
   struct Operation {
     enum class Kind : std::uint8_t { read, write, writeDsync, fsync, fdatasync } kind;
     int fd;

@@ -335,6 +335,62 @@ TEST_CASE("Uring: a failing operation in a batch does not hold back the others",
   CHECK(good == 3);
 }
 
+TEST_CASE("Uring: EINTR and EAGAIN are retried, a bounded number of times", "[io]") {
+  TempDir dir;
+  const Bytes contents = pattern(4096, 7);
+  writeWholeFile(dir / "data", contents);
+  File file = openOrFail(dir / "data", O_RDWR);
+  asio::io_context context;
+  Uring ring(context, 4);
+  using Kind = Uring::Operation::Kind;
+  const int transient = GENERATE(EINTR, EAGAIN);
+
+  // Refused kMaxTransientRetries times, then let through: the read succeeds, whole.
+  unsigned attempts = 0;
+  ring.setFaultForTests([&](const Uring::Operation& op) {
+    if (op.kind != Kind::read) return 0;
+    return ++attempts <= Uring::kMaxTransientRetries ? transient : 0;
+  });
+  Bytes back(contents.size());
+  const auto before = ring.stats();
+  auto got = runToCompletion(context, ring.read(file.fd(), back, 0));
+  REQUIRE(got.ok());
+  CHECK(*got == contents.size());
+  CHECK(back == contents);
+  CHECK(attempts == Uring::kMaxTransientRetries + 1);
+  CHECK(ring.stats().started - before.started == Uring::kMaxTransientRetries + 1);
+
+  // Refused every time: the operation runs 1 + kMaxTransientRetries times, then fails with it.
+  attempts = 0;
+  ring.setFaultForTests([&](const Uring::Operation& op) {
+    if (op.kind != Kind::fdatasync) return 0;
+    ++attempts;
+    return transient;
+  });
+  auto synced = runToCompletion(context, ring.fdatasync(file.fd()));
+  REQUIRE_FALSE(synced.ok());
+  CHECK(synced.error() == std::error_code(transient, std::system_category()));
+  CHECK(attempts == Uring::kMaxTransientRetries + 1);
+
+  // Any other errno is not retried.
+  attempts = 0;
+  ring.setFaultForTests([&](const Uring::Operation& op) {
+    if (op.kind != Kind::writeDsync) return 0;
+    ++attempts;
+    return EIO;
+  });
+  auto durable = runToCompletion(context, ring.writeDurable(file.fd(), contents, 0));
+  REQUIRE_FALSE(durable.ok());
+  CHECK(durable.error() == std::errc::io_error);
+  CHECK(attempts == 1);
+
+  ring.setFaultForTests({});
+  const auto stats = ring.stats();
+  CHECK(stats.inFlight == 0);
+  CHECK(stats.waiting == 0);
+  CHECK(stats.completed == stats.started - 2 * Uring::kMaxTransientRetries);  // two retried 8 times
+}
+
 TEST_CASE("Uring: a coroutine awaits file reads and an Asio timer on one io_context", "[io]") {
   using namespace std::chrono_literals;
   TempDir dir;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -453,4 +454,58 @@ TEST_CASE("journal room: no space for a room: its zeros are cut and batches exte
   CHECK(j->stats().roomBytes > 0);
   CHECK(fs::file_size(file) == (j->endOffset() / kJournalRoomBytes + 1) * kJournalRoomBytes);
   checkRecordsAndZeros(context, *j, file, records);
+}
+
+TEST_CASE("journal room: a failed sync of a room fails its batch, which is never acknowledged",
+          "[journal]") {
+  // The next room's zeros are written but their fdatasync fails: the batch waiting for that
+  // room is neither written nor acknowledged, every later append fails, and a reopen holds
+  // exactly the records acknowledged before, nothing torn.
+  io::test::TempDir dir;
+  asio::io_context context{1};
+  io::Uring uring{context, 64};
+  const fs::path db = dir.path() / "db";
+  auto j = std::move(*runToCompletion(context, Journal::create(uring, db, u"db")));
+  std::vector<std::string> records;
+  for (int i = 0; i < 20; ++i) records.push_back(Roomy::payload(i));
+  appendAll(context, *j, records, 0);  // the first room
+  const std::uint64_t firstRoom = j->stats().roomBytes;
+  REQUIRE(firstRoom > 0);
+  int syncs = 0, durableWrites = 0;
+  uring.setFaultForTests([&](const io::Uring::Operation& op) {
+    if (op.kind == io::Uring::Operation::Kind::writeDsync) ++durableWrites;
+    if (op.kind != io::Uring::Operation::Kind::fdatasync) return 0;
+    ++syncs;
+    return EIO;
+  });
+  // 3 MiB records, one at a time, until one needs the next room.
+  std::size_t acknowledged = 0;
+  std::optional<Error> failure;
+  for (int i = 0; i < 8 && !failure; ++i) {
+    auto r = runToCompletion(context, j->append(asBytes(std::string(3 << 20, char('k' + i)))));
+    if (r.ok()) {
+      ++acknowledged;
+      records.emplace_back(3 << 20, char('k' + i));
+    } else {
+      failure = r.error();
+    }
+  }
+  REQUIRE(failure);
+  CHECK(failure->code == Errc::io);
+  CHECK(acknowledged == 5);  // 20 small records and 5 × 3 MiB fit the first 16 MiB room
+  CHECK(syncs == 1);
+  CHECK(durableWrites == 5);  // the failed room's batch was not written
+  CHECK(j->stats().roomBytes == firstRoom);
+  CHECK(j->endSequence() == 20 + acknowledged);
+  auto later = runToCompletion(context, j->append(asBytes(std::string_view("later"))));
+  REQUIRE_FALSE(later.ok());
+  CHECK(later.error().code == Errc::io);
+  CHECK(syncs == 1);  // nothing retried
+  j.reset();
+  uring.setFaultForTests({});
+  auto reopened = runToCompletion(context, Journal::open(uring, db));
+  REQUIRE(reopened.ok());
+  CHECK((*reopened)->endSequence() == 20 + acknowledged);
+  CHECK_FALSE((*reopened)->tornTail());
+  checkRecordsAndZeros(context, **reopened, db / Journal::kFileName, records);
 }
