@@ -56,7 +56,7 @@ namespace cairn::io {
 
 // Counters for tests and metrics; read on the loop's thread.
 struct UringStats {
-  std::uint64_t started = 0;      // operations handed to the ring (including retries)
+  std::uint64_t started = 0;      // operations started, each retry again (a test fault's too)
   std::uint64_t completed = 0;    // completions delivered (including ECANCELED at destruction)
   std::uint64_t submitCalls = 0;  // io_uring_enter calls made to submit
   std::uint32_t inFlight = 0;     // operations holding a slot now
@@ -111,10 +111,11 @@ class Uring {
   boost::asio::awaitable<IoResult<void>> fsync(int fd);
 
   // For tests of error paths: `fault` sees each operation each time it is to be submitted
-  // (a retry too) and may answer for it with an errno, as the kernel would: the operation is
-  // then not submitted, and fails with it, or with EINTR or EAGAIN is retried as a transient
-  // result of the kernel's is (at most kMaxTransientRetries times); 0 lets it run. Empty (the
-  // default): every operation runs. Loop thread only.
+  // (a retry too) and may answer for it with an errno instead of the kernel: the operation is
+  // not submitted and fails with that errno, except that EINTR and EAGAIN count against the
+  // same kMaxTransientRetries as the kernel's transient results and are retried at once; 0
+  // lets it run. Empty (the default): every operation runs. Loop thread only; `fault` must
+  // neither throw nor call setFaultForTests.
   struct Operation {
     enum class Kind : std::uint8_t { read, write, writeDsync, fsync, fdatasync } kind;
     int fd;
