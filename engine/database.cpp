@@ -18,11 +18,13 @@ Database::~Database() = default;
 
 asio::awaitable<Res<std::unique_ptr<Database>>> Database::create(
     io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
-    const std::optional<PublishTarget>& target, DatabaseOptions options) {
+    const std::optional<PublishTarget>& given, DatabaseOptions options) {
+  std::optional<PublishTarget> target = given;
   if (target) {
-    // Refuse a bad target before anything is created.
-    auto url = parseStoreUrl(target->storeUrl);
+    // Refuse a bad target before anything is created; record its absolute form.
+    auto url = recordedStoreUrl(target->storeUrl, dir);
     if (!url) co_return err(Errc::usage, url.error());
+    target->storeUrl = std::move(*url);
     // The state file keeps the URL as printable ASCII (docs/formats.md §5).
     bool printable = !target->storeUrl.empty() && target->storeUrl.size() <= kMaxStoreUrlBytes;
     for (char c : target->storeUrl) printable = printable && c > 0x20 && c < 0x7f;

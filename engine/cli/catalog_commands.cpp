@@ -630,6 +630,9 @@ int runLakeExpire(const LakeExpireOptions& o) {
       });
 }
 
+// The longest --grace-seconds of lake gc (ten years, as vacuum's).
+constexpr std::int64_t kMaxGcGraceSeconds = std::int64_t{3650} * 86400;
+
 struct LakeGcOptions {
   std::string config;
   std::string lake;
@@ -928,7 +931,8 @@ void addCatalogCommands(CLI::App& app, int& exitCode) {
   gc->add_option("--config", lakeGc->config, "the configuration file")->required();
   gc->add_option("--lake", lakeGc->lake, "the lake")->required();
   gc->add_option("--grace-seconds", lakeGc->graceSeconds,
-                 "keep files younger than this (default 259200, 3 days)");
+                 "keep files younger than this (default 259200, 3 days)")
+      ->check(CLI::Range(std::int64_t{0}, kMaxGcGraceSeconds));
   gc->add_flag("--apply", lakeGc->apply, "delete them, then walk again");
   gc->add_flag("--json", lakeGc->json, "one JSON object on standard output");
   addProgressOptions(gc, &lakeGc->json);

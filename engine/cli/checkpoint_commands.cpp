@@ -18,6 +18,7 @@
 #include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/format/keys.hpp"
+#include "engine/format/limits.hpp"
 #include "engine/graph/checkpoint.hpp"
 #include "engine/graph/heads.hpp"
 #include "engine/graph/verifier.hpp"
@@ -115,6 +116,7 @@ asio::awaitable<int> runCheckpointObjects(io::Uring& uring, const GraphOptions& 
   double s = secondsSince(start);
   if (opt.json) {
     printJson(JsonObject{}
+                  .add("ok", true)
                   .add("manifest_sha256", toHex(c->manifestSha256))
                   .add("manifest_length", std::uint64_t{c->manifestBytes.size()})
                   .add("manifest_key", keys::manifest(o->ns, c->manifestSha256))
@@ -142,6 +144,20 @@ Res<void> headBinds(const std::optional<Head>& head, const Journal& journal, con
         Error{Errc::binding, "the head's namespace or lineage is not this journal's", key}};
   }
   return {};
+}
+
+// `head`'s immutable copy: present, and the very image the head is (readHeadCopy checks its
+// id, length and namespace).
+asio::awaitable<Res<void>> requireHeadCopy(ObjectStore& store, const Head& head,
+                                           OperationBudget& budget) {
+  auto copy = co_await readHeadCopy(store, head.fields().ns, head.reference(), budget);
+  if (!copy) co_return failureOf(copy);
+  if (!*copy) {
+    const std::string key = keys::headCopy(head.fields().ns, head.id());
+    co_return Failure<Error>{
+        Error{Errc::missing, key + ": the current head's immutable copy is missing", key}};
+  }
+  co_return Res<void>{};
 }
 
 // The graph the options name (the current head's, or --manifest's), verified against the
@@ -176,7 +192,12 @@ asio::awaitable<Res<VerifiedGraph>> verifyNamed(const GraphOptions& opt, const S
   if (journal) {  // (its lineage is known from its header)
     CAIRN_CO_TRY(headBinds(head, *journal, o.ns));
   }
-  co_return co_await verifyHeadGraph(*o.store, *head, journal, limits, budget, vopt, progress);
+  auto graph = co_await verifyHeadGraph(*o.store, *head, journal, limits, budget, vopt, progress);
+  if (!graph || !vopt.deep) co_return graph;
+  // A deep verification reads the current head's immutable copy too: log, du and vacuum walk
+  // the history through it once a successor names it.
+  CAIRN_CO_TRY(co_await requireHeadCopy(*o.store, *head, budget));
+  co_return graph;
 }
 
 asio::awaitable<int> runVerify(io::Uring& uring, const GraphOptions& opt) {
@@ -232,8 +253,10 @@ void addCommon(CLI::App* cmd, GraphOptions& o) {
 }  // namespace
 
 void addLimitOptions(CLI::App* cmd, LimitOptions& o) {
-  cmd->add_option("--budget-bytes", o.budgetBytes, "operation byte budget");
-  cmd->add_option("--budget-requests", o.budgetRequests, "operation request budget");
+  const auto positive = CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max());
+  cmd->add_option("--budget-bytes", o.budgetBytes, "operation byte budget")->check(positive);
+  cmd->add_option("--budget-requests", o.budgetRequests, "operation request budget")
+      ->check(positive);
   cmd->add_option("--inflight-mib", o.inflightMib,
                   "MiB held by reads and requests in flight (default 256)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
@@ -250,7 +273,8 @@ void addCheckpointCommands(CLI::App& app, int& exitCode) {
                            "install the journal's segments and manifest (a testing step; "
                            "publishes no head)");
     addCommon(cmd, *opt);
-    cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB");
+    cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{64}));
     addTimeoutOption(cmd, 0);
     cmd->callback([&exitCode, opt] {
       exitCode = runAsync([opt](io::Uring& u) { return runCheckpointObjects(u, *opt); });
@@ -261,9 +285,14 @@ void addCheckpointCommands(CLI::App& app, int& exitCode) {
     CLI::App* cmd = app.add_subcommand(
         "verify", "verify the current head's graph (or --manifest) against the journal");
     addCommon(cmd, *opt);
-    cmd->add_option("--manifest", opt->manifest,
-                    "verify this manifest (SHA-256 hex) instead of the head");
-    cmd->add_option("--manifest-length", opt->manifestLength, "its length in bytes");
+    // A manifest is named by its hash and its length together (either alone: a usage error).
+    CLI::Option* manifest = cmd->add_option(
+        "--manifest", opt->manifest, "verify this manifest (SHA-256 hex) instead of the head");
+    CLI::Option* length =
+        cmd->add_option("--manifest-length", opt->manifestLength, "its length in bytes")
+            ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{limits::kMaxManifestBytes}));
+    manifest->needs(length);
+    length->needs(manifest);
     cmd->add_flag("--deep", opt->deep,
                   "check every segment byte and compare the prefix with the journal");
     addProgressOptions(cmd, &opt->json);

@@ -4,6 +4,9 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
+#include <cstdint>
+#include <exception>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -37,8 +40,13 @@ inline constexpr int kExitUndetermined = 5;
 // Prints "cairn: CODE: message" to stderr and returns the exit code for the error. A --json
 // command that prints no object of its own gets this error as its failure object (main).
 int report(const Error& e);
-// The same, and with `json` also one object on stdout: ok=false, error, key, reason, seconds.
-int reportJson(bool json, const Error& e, double seconds);
+// The same, and with `json` also one object on stdout: `fields` (what the command knows
+// despite the failure), then ok=false, error, key, reason, seconds.
+int reportJson(bool json, const Error& e, double seconds, JsonObject fields = {});
+// An exception that escaped a command: Asio's std::system_error when descriptors run out, a
+// std::bad_alloc (io), or anything else (internal). Said once on stderr and in the --json
+// object; the command failed (exit 1).
+int reportEscaped(const std::exception_ptr& escaped);
 
 // Prints the acknowledgement of `append` or `ingest` (`json` when given, else `text`). When it
 // cannot be written, the command fails (exit 1) and says on stderr how far the records are
@@ -78,6 +86,12 @@ struct LimitOptions {
   }
 };
 void addLimitOptions(CLI::App* cmd, LimitOptions& o);
+
+// The bound of a count or a sequence that any unsigned 64-bit value may take: declared like
+// every numeric option's range (engine/cli/options.hpp reads the text strictly first).
+inline CLI::Range anyUnsigned() {
+  return CLI::Range(std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max());
+}
 
 // --timeout SECONDS: the bound on everything the command asks of the store, every request,
 // attempt and backoff inside it (net::setProcessDeadline; docs/stores.md, "Time bounds").

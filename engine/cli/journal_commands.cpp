@@ -57,6 +57,10 @@ asio::awaitable<int> runInit(io::Uring& uring, const InitOptions& opt) {
   }
   auto db = co_await Database::create(uring, opt.dir, *units, target);
   if (!db) co_return report(db.error());
+  // What the database recorded: a directory store's absolute path.
+  if (const PublisherState* state = (*db)->publisherState(); state && target) {
+    target->storeUrl = state->storeUrl;
+  }
   const Journal& j = (*db)->journal();
   if (opt.json) {
     JsonObject out;
@@ -260,7 +264,8 @@ void addJournalCommands(CLI::App& app, int& exitCode) {
     CLI::App* cmd =
         app.add_subcommand("journal", "print the journal's lineage, end and prefix hash");
     cmd->add_option("DIR", opt->dir, "database directory")->required();
-    cmd->add_option("--at", opt->at, "prefix at this sequence (default: the end)");
+    cmd->add_option("--at", opt->at, "prefix at this sequence (default: the end)")
+        ->check(anyUnsigned());
     cmd->add_flag("--cut-damaged-tail", opt->cutDamagedTail,
                   "cut the first damaged frame and all after it, even where no crash explains "
                   "the damage (the bytes are kept beside the journal; never inside the prefix "

@@ -32,6 +32,9 @@ class JsonObject {
   JsonObject& addNull(std::string_view key);
   // One line: serialized by Boost.JSON, with DEL escaped as well as the control characters.
   std::string str() const;
+  // This object, or, when it does not say "ok", a copy that begins with "ok": true (what
+  // printJson prints: every object says whether the command succeeded).
+  JsonObject sayingOk() const;
 
  private:
   friend class JsonArray;
@@ -52,7 +55,8 @@ class JsonArray {
 
 // Prints the command's one JSON object on standard output (a --json command prints exactly
 // one, on success and on failure: main() prints a failure object for a command that printed
-// none). A second object is refused (an internal error on stderr).
+// none). A second object is refused (an internal error on stderr). An object without "ok" is
+// printed with "ok": true first (a failure always says "ok": false).
 void printJson(const JsonObject& o);
 // Whether this process printed its JSON object.
 bool jsonPrinted();

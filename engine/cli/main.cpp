@@ -3,16 +3,22 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <iostream>
+#include <new>
 #include <optional>
+#include <system_error>
 
 #include "base/bytes.hpp"
 #include "cairn/version.hpp"
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
+#include "engine/cli/options.hpp"
 
 namespace cairn::cli {
 
@@ -24,6 +30,8 @@ constexpr std::size_t kMaxReportBytes = 16 * 1024;
 // The last error reported: main() prints it as the JSON object of a --json command that
 // printed none.
 std::optional<Error> lastError;
+// Why the command failed when no Error says it (an exception nothing expected escaped it).
+std::optional<std::string> internalReason;
 
 int exitCodeOf(Errc code) {
   switch (code) {
@@ -71,11 +79,22 @@ CLI::App* ranCommand(CLI::App& app) {
   return at;
 }
 
-// A --json command prints exactly one object on standard output, whatever happened.
-void finishJson(CLI::App& app, int exitCode, const std::optional<Error>& fallback = {}) {
-  if (fallback && !lastError) lastError = fallback;
+// Whether the command line asked for JSON: the command's --json was parsed or, when the line
+// did not parse (an unknown command, a bad option), "--json" is one of its words before "--".
+bool jsonAsked(CLI::App& app, int argc, char** argv, bool parsed) {
   CLI::Option* json = ranCommand(app)->get_option_no_throw("--json");
-  if (json == nullptr || json->count() == 0 || jsonPrinted()) return;
+  if (json != nullptr && json->count() != 0) return true;
+  if (parsed) return false;
+  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) return true;
+  }
+  return false;
+}
+
+// A --json command prints exactly one object on standard output, whatever happened.
+void finishJson(bool asked, int exitCode, const std::optional<Error>& fallback = {}) {
+  if (fallback && !lastError) lastError = fallback;
+  if (!asked || jsonPrinted()) return;
   JsonObject out;
   out.add("ok", false);
   if (lastError) {
@@ -83,7 +102,8 @@ void finishJson(CLI::App& app, int exitCode, const std::optional<Error>& fallbac
         .add("key", lastError->key)
         .add("reason", lastError->message);
   } else {
-    out.add("error", "internal").add("reason", "the command printed no result");
+    out.add("error", "internal")
+        .add("reason", internalReason.value_or("the command printed no result"));
   }
   printJson(out.add("exit", exitCode));
 }
@@ -100,16 +120,45 @@ int report(const Error& e) {
   return exitCodeOf(e.code);
 }
 
-int reportJson(bool json, const Error& e, double seconds) {
+int reportJson(bool json, const Error& e, double seconds, JsonObject fields) {
   if (json) {
-    printJson(JsonObject{}
-                  .add("ok", false)
+    printJson(fields.add("ok", false)
                   .add("error", errcName(e.code))
                   .add("key", e.key)
                   .add("reason", e.message)
                   .add("seconds", seconds));
   }
   return report(e);
+}
+
+namespace {
+
+int reportOutOf(const std::string& what, bool descriptors) {
+  return report(
+      Error{Errc::io, "out of a system resource: " + what +
+                          (descriptors ? " (the descriptor limit, ulimit -n, is too low)" : "")});
+}
+
+}  // namespace
+
+int reportEscaped(const std::exception_ptr& escaped) {
+  try {
+    std::rethrow_exception(escaped);
+  } catch (const boost::system::system_error& e) {
+    // Asio's way to say a descriptor ran out (epoll, eventfd, its signal pipe).
+    return reportOutOf(e.what(), e.code() == boost::system::errc::too_many_files_open);
+  } catch (const std::system_error& e) {
+    // std::thread's and the standard library's.
+    return reportOutOf(e.what(), e.code() == std::errc::too_many_files_open);
+  } catch (const std::bad_alloc&) {
+    return report(Error{Errc::io, "out of memory"});
+  } catch (const std::exception& e) {
+    internalReason = e.what();
+  } catch (...) {
+    internalReason = "an unknown exception";
+  }
+  std::fprintf(stderr, "cairn: internal: %s\n", internalReason->c_str());
+  return kExitFailed;
 }
 
 }  // namespace cairn::cli
@@ -129,6 +178,7 @@ int main(int argc, char** argv) {
   cairn::cli::addOpsCommands(app, exitCode);
   cairn::cli::addCatalogCommands(app, exitCode);
   cairn::cli::addCompletionCommands(app, exitCode, CAIRN_VERSION);
+  cairn::cli::checkEveryOption(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -140,11 +190,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     exitCode = cairn::cli::kExitUsage;
-    cairn::cli::finishJson(app, exitCode, cairn::Error{cairn::Errc::usage, e.what()});
+    cairn::cli::finishJson(cairn::cli::jsonAsked(app, argc, argv, false), exitCode,
+                           cairn::Error{cairn::Errc::usage, e.what()});
     std::fflush(stdout);
     return exitCode;
+  } catch (...) {
+    // An exception a command did not expect (descriptors or memory ran out before its loop
+    // ran): the documented failure, never an abort.
+    exitCode = cairn::cli::reportEscaped(std::current_exception());
   }
-  cairn::cli::finishJson(app, exitCode);
+  cairn::cli::finishJson(cairn::cli::jsonAsked(app, argc, argv, true), exitCode);
   // Output that could not be written is a failure, never a silent success.
   std::cout.flush();
   if ((!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) && exitCode == 0) {

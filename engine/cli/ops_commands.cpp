@@ -329,7 +329,8 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--store", opt->store, "store URL")->required();
     cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
     cmd->add_option("--keep-revisions", opt->keepRevisions,
-                    "heads retained, newest first (default 0: all)");
+                    "heads retained, newest first (default 0: all)")
+        ->check(anyUnsigned());
     cmd->add_flag("--json", opt->json, "print one JSON object");
     addTimeoutOption(cmd, kDefaultCommandTimeout);
     cmd->callback(
@@ -342,7 +343,8 @@ void addOpsCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--store", opt->store, "store URL")->required();
     cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
     cmd->add_option("--keep-revisions", opt->keepRevisions,
-                    "heads retained, newest first (default 10; 0 keeps all)");
+                    "heads retained, newest first (default 10; 0 keeps all)")
+        ->check(anyUnsigned());
     cmd->add_option("--grace-seconds", opt->graceSeconds,
                     "never delete an object younger than this (default and least 3600: twice "
                     "the longest --reuse-max-age a publisher accepts)")

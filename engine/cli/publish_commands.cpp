@@ -453,6 +453,12 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
 
 // ---- ingest ----------------------------------------------------------------------------------
 
+// The bounds of ingest's checkpoint triggers (its options are refused outside them before
+// anything is created): a millisecond to a week, a MiB to a TiB of records.
+constexpr double kMinCheckpointSeconds = 0.001;
+constexpr double kMaxCheckpointSeconds = 7.0 * 86400;
+constexpr std::uint64_t kMaxCheckpointMib = std::uint64_t{1} << 20;
+
 struct IngestCli {
   std::string dir;
   std::string store;
@@ -535,11 +541,6 @@ void printIngested(const IngestCli& opt, const IngestReport& report, const Datab
 // The ingest job (engine/ops/ingest.hpp) on standard input, with a progress line on a terminal.
 asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   auto start = Clock::now();
-  if (opt.checkpointMib == 0 || opt.checkpointSeconds <= 0) {
-    co_return reportJson(
-        opt.json, Error{Errc::usage, "--checkpoint-mib and --checkpoint-seconds must be > 0"},
-        secondsSince(start));
-  }
   auto opened = co_await openOrCreate(uring, opt);
   if (!opened) co_return reportJson(opt.json, opened.error(), secondsSince(start));
   Database& db = **opened;
@@ -578,7 +579,10 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   if (outcome.failure) {
     std::cerr << "cairn: records up to sequence " << outcome.report.lastSequence
               << " are durable in the journal\n";
-    co_return reportJson(opt.json, *outcome.failure, secondsSince(start));
+    co_return reportJson(opt.json, *outcome.failure, secondsSince(start),
+                         JsonObject{}
+                             .add("last_sequence", outcome.report.lastSequence)
+                             .add("records", outcome.report.records));
   }
   std::optional<JsonObject> json;
   std::string text;
@@ -645,7 +649,8 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     CLI::App* cmd = app.add_subcommand("log", "the head history of a namespace, newest first");
     cmd->add_option("--store", opt->store, "store URL")->required();
     cmd->add_option("--namespace", opt->ns, "namespace UUID")->required();
-    cmd->add_option("--limit", opt->limit, "at most this many heads (0: all)");
+    cmd->add_option("--limit", opt->limit, "at most this many heads (0: all)")
+        ->check(anyUnsigned());
     cmd->add_flag("--json", opt->json, "print one JSON object with an \"entries\" array");
     addTimeoutOption(cmd, kDefaultCommandTimeout);
     cmd->callback(
@@ -683,9 +688,11 @@ void addPublishCommands(CLI::App& app, int& exitCode) {
     cmd->add_option("--publisher", opt->publisher,
                     "publisher UUID of a new database (default: random)");
     cmd->add_option("--checkpoint-mib", opt->checkpointMib,
-                    "publish after this many MiB of records (default 64)");
+                    "publish after this many MiB of records (default 64)")
+        ->check(CLI::Range(std::uint64_t{1}, kMaxCheckpointMib));
     cmd->add_option("--checkpoint-seconds", opt->checkpointSeconds,
-                    "publish after this many seconds (default 30)");
+                    "publish after this many seconds (default 30)")
+        ->check(CLI::Range(kMinCheckpointSeconds, kMaxCheckpointSeconds));
     cmd->add_option("--segment-mib", opt->segmentMib, "segment target size, 1..64 MiB")
         ->check(CLI::Range(1, 64));
     cmd->add_flag("--length-prefixed", opt->lengthPrefixed,

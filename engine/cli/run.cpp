@@ -40,9 +40,8 @@ int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body,
   auto uring = io::Uring::create(context);
   if (!uring) {
     const std::string refusal = io::Uring::setupRefusal(uring.error());
-    std::fprintf(stderr, "cairn: io: cannot set up io_uring: %s%s%s\n",
-                 uring.error().message().c_str(), refusal.empty() ? "" : ": ", refusal.c_str());
-    return 1;
+    return report(Error{Errc::io, "cannot set up io_uring: " + uring.error().message() +
+                                      (refusal.empty() ? "" : ": ") + refusal});
   }
   int exitCode = 1;
   // Ends with the body: its last status line and summary, and the waits that would keep the
@@ -50,12 +49,7 @@ int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body,
   CommandRun run(context.get_executor(), handleSignals);
   boost::asio::co_spawn(context, body(**uring), [&](std::exception_ptr e, int code) {
     if (e) {
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        std::fprintf(stderr, "cairn: internal error: %s\n", ex.what());
-      }
-      exitCode = 1;
+      exitCode = reportEscaped(e);
     } else {
       exitCode = code;
     }

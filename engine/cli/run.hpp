@@ -16,9 +16,10 @@ class Uring;
 namespace cairn::cli {
 
 // Runs `body` to completion and returns its exit code; an exception escaping it is reported
-// as an internal error (exit 1). While it runs, the command's status lines are shown and
-// SIGINT/SIGTERM stop it (engine/cli/progress.hpp; `handleSignals` false: the body handles them
-// itself, as `serve` does); a command a signal interrupted exits 128 + the signal.
+// by reportEscaped (exit 1: io when a descriptor, a thread or memory ran out, else internal). While
+// it runs, the command's status lines are shown and SIGINT/SIGTERM stop it
+// (engine/cli/progress.hpp; `handleSignals` false: the body handles them itself, as `serve` does);
+// a command a signal interrupted exits 128 + the signal.
 int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body,
              bool handleSignals = true);
 

@@ -11,6 +11,7 @@
 
 #include "engine/cli/commands.hpp"
 #include "engine/cli/json.hpp"
+#include "engine/cli/options.hpp"
 #include "engine/cli/progress.hpp"
 #include "engine/cli/run.hpp"
 #include "engine/ops/usage.hpp"
@@ -144,7 +145,9 @@ asio::awaitable<int> runRemove(io::Uring& uring, const StoreOptions& opt) {
   if (!store) co_return report(store.error());
   auto removed = co_await (*store)->remove(opt.key);
   if (!removed) co_return storeFailure("delete", opt.key, removed.error());
-  if (opt.json) printJson(JsonObject{}.add("ok", true).add("key", opt.key).add("deleted", true));
+  // What every store answers is that the key is absent now; not whether it was there (S3's
+  // DELETE answers 204 either way), so the object claims no deletion.
+  if (opt.json) printJson(JsonObject{}.add("ok", true).add("key", opt.key).add("absent", true));
   co_return 0;
 }
 
@@ -226,10 +229,12 @@ void addStoreCommands(CLI::App& app, int& exitCode) {
       add("put", "store standard input as KEY (create-if-absent, or --if-match)", true, runPut);
   put->add_option("--if-match", putOpt->ifMatch, "replace only if the current ETag is this one");
   auto [get, getOpt] = add("get", "write the object KEY to standard output", true, runGet);
-  get->add_option("--max-bytes", getOpt->maxBytes, "refuse larger objects (default 1 GiB)");
+  get->add_option("--max-bytes", getOpt->maxBytes, "refuse larger objects (default 1 GiB)")
+      ->check(CLI::Range(std::uint64_t{0}, kMaxCliObjectBytes));
   auto [ls, lsOpt] = add("ls", "list keys (optionally below a prefix)", false, runList);
-  ls->add_option("PREFIX", lsOpt->prefix, "key prefix");
-  add("rm", "delete KEY (deleting a missing key succeeds)", true, runRemove);
+  allowEmpty(ls->add_option("PREFIX", lsOpt->prefix, "key prefix (\"\": every key)"));
+  add("rm", "make KEY absent (a key already absent succeeds: whether it existed is not known)",
+      true, runRemove);
   add("probe", "check that the store enforces conditional writes; pick the S3 dialect", false,
       runProbe);
 }

@@ -13,6 +13,7 @@
 #include "engine/journal/journal.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store/store_errors.hpp"
+#include "engine/store/store_url.hpp"
 #include "io/file.hpp"
 #include "io/lock.hpp"
 #include "io/uring.hpp"
@@ -158,6 +159,9 @@ asio::awaitable<Res<Recovered>> recoverDatabase(io::Uring& uring, ObjectStore& s
     co_return err(Errc::usage, dir.string() + " is not empty: recovery writes a fresh directory");
   }
   if (request.ns.isNil()) co_return err(Errc::usage, "the namespace must not be the nil UUID");
+  // The store's recorded form (absolute), and never one that overlaps the directory.
+  auto storeUrl = recordedStoreUrl(request.storeUrl, dir);
+  if (!storeUrl) co_return err(Errc::usage, storeUrl.error());
   auto chosen = co_await chooseHead(store, request.ns, request.headId, budget);
   if (!chosen) co_return failureOf(chosen);
   const Head& head = chosen->head;
@@ -207,7 +211,9 @@ asio::awaitable<Res<Recovered>> recoverDatabase(io::Uring& uring, ObjectStore& s
                                      std::to_string(head.fields().prefixSequence));
   }
   // 5. What the directory is now.
-  CAIRN_CO_TRY(co_await markDirectory(uring, dir, request, *chosen, (*journal)->lineage()));
+  RecoverRequest recorded = request;
+  recorded.storeUrl = std::move(*storeUrl);
+  CAIRN_CO_TRY(co_await markDirectory(uring, dir, recorded, *chosen, (*journal)->lineage()));
   guard.keep();
   co_return out;
 }

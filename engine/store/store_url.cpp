@@ -12,7 +12,8 @@
 namespace cairn {
 namespace {
 
-constexpr std::string_view kFileScheme = "file://";
+constexpr std::string_view kFileScheme = "file:";
+constexpr std::string_view kFileAuthority = "//";
 constexpr std::string_view kS3Scheme = "s3://";
 constexpr std::uint64_t kMinTimeoutMs = 100;
 constexpr std::uint64_t kMaxTimeoutMs = 3'600'000;
@@ -160,31 +161,101 @@ Result<void, std::string> parseS3(std::string_view rest, StoreUrl& out) {
   return parseQuery(query, out);
 }
 
+// The length of the scheme `text` starts with ("s3" in "s3://b"), or 0: RFC 3986's
+// ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) before a ':'.
+std::size_t schemeLength(std::string_view text) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (text.empty() || !alpha(text[0])) return 0;
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ':') return i;
+    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.') return 0;
+  }
+  return 0;
+}
+
+// A directory store's path, absolute (against the working directory) and lexically normal,
+// without a trailing '/'.
+Result<void, std::string> setDirectory(std::filesystem::path path, StoreUrl& out) {
+  std::error_code ec;
+  path = std::filesystem::absolute(path, ec);
+  if (ec)
+    return bad("cannot make " + escapeForDisplay(path.string()) + " absolute: " + ec.message());
+  path = path.lexically_normal();
+  if (path.has_relative_path() && !path.has_filename()) path = path.parent_path();
+  out.directory = std::move(path);
+  return {};
+}
+
+// file:///PATH or file:/PATH (RFC 8089, no host); the path is taken as written.
+Result<void, std::string> parseFile(std::string_view rest, StoreUrl& out) {
+  if (rest.starts_with(kFileAuthority)) {
+    rest.remove_prefix(kFileAuthority.size());
+    if (rest.empty() || rest.front() != '/') {
+      return bad("file URLs name no host: file:///path or file:/path");
+    }
+  }
+  if (rest.empty() || rest.front() != '/') {
+    return bad("file URLs need an absolute path: file:///path or file:/path");
+  }
+  return setDirectory(std::filesystem::path(rest), out);
+}
+
+// Whether `inner` is `outer` or lies below it (both absolute and normal).
+bool within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // the empty last element of a path ending in '/'
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<StoreUrl, std::string> parseStoreUrl(std::string_view url) {
   StoreUrl out;
   out.text = std::string(url);
   if (url.empty()) return bad("empty store URL");
-  if (url.starts_with(kFileScheme)) {
-    std::string_view path = url.substr(kFileScheme.size());
-    if (path.empty() || path.front() != '/') {
-      return bad("file URLs need an absolute path: file:///path");
-    }
-    out.directory = std::string(path);
-    return out;
-  }
   if (url.starts_with(kS3Scheme)) {
     if (auto parsed = parseS3(url.substr(kS3Scheme.size()), out); !parsed) {
       return failureOf(parsed);
     }
     return out;
   }
-  if (url.find("://") != std::string_view::npos) {
-    return bad("unknown store URL scheme in " + escapeForDisplay(url) + " (file:// or s3://)");
+  if (url.starts_with(kFileScheme)) {
+    if (auto parsed = parseFile(url.substr(kFileScheme.size()), out); !parsed) {
+      return failureOf(parsed);
+    }
+    return out;
   }
-  out.directory = std::string(url);
+  if (const std::size_t scheme = schemeLength(url); scheme != 0) {
+    return bad("unknown store URL scheme \"" + escapeForDisplay(url.substr(0, scheme)) +
+               "\" (file: or s3://; a directory whose name has a ':' is given as ./" +
+               escapeForDisplay(url) + ")");
+  }
+  if (auto set = setDirectory(std::filesystem::path(url), out); !set) return failureOf(set);
   return out;
+}
+
+Result<std::string, std::string> recordedStoreUrl(std::string_view url,
+                                                  const std::filesystem::path& databaseDir) {
+  auto parsed = parseStoreUrl(url);
+  if (!parsed) return failureOf(parsed);
+  if (parsed->kind == StoreUrl::Kind::s3) return parsed->text;
+  // Symbolic links resolved where the paths exist, so that no alias hides an overlap.
+  std::error_code ec;
+  const auto store = std::filesystem::weakly_canonical(parsed->directory, ec);
+  const auto database =
+      ec ? std::filesystem::path{}
+         : std::filesystem::weakly_canonical(std::filesystem::absolute(databaseDir, ec), ec);
+  if (ec) return bad("cannot resolve " + escapeForDisplay(url) + ": " + ec.message());
+  if (within(store, database) || within(database, store)) {
+    return bad("the directory store " + escapeForDisplay(store.string()) + " and the database " +
+               escapeForDisplay(database.string()) +
+               " overlap: neither may be, or lie inside, the other");
+  }
+  return parsed->directory.string();
 }
 
 }  // namespace cairn

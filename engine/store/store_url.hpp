@@ -1,5 +1,7 @@
 // Store URLs (docs/stores.md):
-//   /path/to/dir  or  file:///path/to/dir                the directory store
+//   /path/to/dir, a relative path, file:///path/to/dir or file:/path/to/dir   the directory
+//                      store (a relative path is made absolute against the working directory
+//                      when the URL is parsed)
 //   s3://BUCKET[/ROOT][?endpoint=URL][&region=R][&dialect=auto|rgw|aws]
 //                      [&addressing=auto|path|virtual][&ca=FILE][&timeout_ms=MS]
 //                      [&connections=N]                                           S3
@@ -44,6 +46,17 @@ struct StoreUrl {
 inline constexpr std::size_t kDefaultStoreConnections = 8;
 inline constexpr std::size_t kMaxStoreConnections = 1024;
 
+// A text that starts with a scheme ("name:" with letters, digits, '+', '-' or '.') is a URL:
+// file: and s3:// are parsed, any other scheme is refused (a directory named "a:b" is given
+// as ./a:b). A directory store's `directory` is absolute and lexically normal.
 Result<StoreUrl, std::string> parseStoreUrl(std::string_view url);
+
+// The form of a store URL that is recorded (a database's publisher state): a directory
+// store's absolute path, an S3 URL as given. A relative path recorded verbatim would name
+// another directory for a command run from elsewhere. `databaseDir`: the database directory
+// the URL is recorded for; a directory store that is it, holds it or lies inside it is
+// refused (the store's listing would hold the journal, or the database's files the objects).
+Result<std::string, std::string> recordedStoreUrl(std::string_view url,
+                                                  const std::filesystem::path& databaseDir);
 
 }  // namespace cairn

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "engine/store/store_url.hpp"
 
 using namespace cairn;
@@ -9,15 +11,62 @@ TEST_CASE("store URLs: directories and file URLs", "[store][url]") {
   REQUIRE(plain.ok());
   CHECK(plain->kind == StoreUrl::Kind::directory);
   CHECK(plain->directory == "/var/lib/cairn/store");
+  // A relative path is made absolute against the working directory when it is parsed.
   auto relative = parseStoreUrl("store");
   REQUIRE(relative.ok());
-  CHECK(relative->directory == "store");
+  CHECK(relative->directory == std::filesystem::current_path() / "store");
   auto file = parseStoreUrl("file:///srv/store");
   REQUIRE(file.ok());
   CHECK(file->directory == "/srv/store");
   CHECK_FALSE(parseStoreUrl("file://relative").ok());
   CHECK_FALSE(parseStoreUrl("").ok());
   CHECK_FALSE(parseStoreUrl("gs://bucket").ok());
+}
+
+TEST_CASE("store URLs: every scheme is parsed or refused, a path is made absolute",
+          "[store][url]") {
+  const auto here = std::filesystem::current_path();
+  // file: without an authority, and with an empty one; the path lexically normal.
+  for (const char* url :
+       {"file:/srv/store", "file:///srv/store/", "file:/srv/x/../store", "/srv//store/."}) {
+    auto parsed = parseStoreUrl(url);
+    REQUIRE(parsed.ok());
+    CHECK(parsed->kind == StoreUrl::Kind::directory);
+    CHECK(parsed->directory == "/srv/store");
+  }
+  auto dotted = parseStoreUrl("./a:b/../c");
+  REQUIRE(dotted.ok());
+  CHECK(dotted->directory == here / "c");
+  // A scheme other than file: and s3://, a host, a relative file path: refused, never a
+  // directory named "file:" or "c:" in the working directory.
+  for (const char* url : {"file:relative", "file://host/srv", "file://", "file:", "c:x",
+                          "ftp://host/x", "S3://bucket", "s3:bucket", "a+b.c-d:x"}) {
+    INFO(url);
+    CHECK_FALSE(parseStoreUrl(url).ok());
+  }
+}
+
+TEST_CASE("store URLs: the recorded form is absolute and never overlaps the database",
+          "[store][url]") {
+  const auto here = std::filesystem::current_path();
+  auto recorded = recordedStoreUrl("store", "db");
+  REQUIRE(recorded.ok());
+  CHECK(*recorded == (here / "store").string());
+  auto s3 = recordedStoreUrl("s3://bucket/root?region=us-east-1", "db");
+  REQUIRE(s3.ok());
+  CHECK(*s3 == "s3://bucket/root?region=us-east-1");
+  // The store is the database directory, lies inside it, or holds it: refused.
+  for (auto [store, db] :
+       {std::pair{"db", "db"}, std::pair{"db/store", "db"}, std::pair{"x", "x/y/db"},
+        std::pair{"x/y/..", "./x/db/"}, std::pair{"/", "db"}}) {
+    INFO(store << " " << db);
+    auto refused = recordedStoreUrl(store, db);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().find("overlap") != std::string::npos);
+  }
+  // Siblings and a shared prefix of the name are not an overlap.
+  CHECK(recordedStoreUrl("dbstore", "db").ok());
+  CHECK(recordedStoreUrl("a/store", "a/db").ok());
 }
 
 TEST_CASE("store URLs: s3 with endpoint, region, dialect and root", "[store][url]") {
