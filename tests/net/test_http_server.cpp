@@ -991,7 +991,7 @@ TEST_CASE("HTTP server: when every connection is taken, the oldest idle one give
   auto answeredWithin = [&](RawClient& client, const std::string& target) {
     const auto begun = Clock::now();
     auto reply = client.send(get(target)) ? client.read() : std::nullopt;
-    CHECK(Clock::now() - begun < 1s);
+    CHECK(Clock::now() - begun < 3s);  // far from idleTimeout
     return reply && reply->status == 200;
   };
   RawClient health(rig.port());
@@ -1128,6 +1128,7 @@ TEST_CASE("HTTP server: the header check answers before 100 Continue and before 
     if (auth != nullptr && *auth == "Bearer good") return std::nullopt;
     return jsonError(401, "NotAuthorizedException", "missing-token", "no");
   };
+  options.readTimeout = 10s;
   std::atomic<int> calls{0};
   ServerRig rig(io, options, [&](const ServerRequest& r) -> asio::awaitable<ServerResponse> {
     ++calls;
@@ -1151,7 +1152,7 @@ TEST_CASE("HTTP server: the header check answers before 100 Continue and before 
     auto reply = client.read();
     REQUIRE(reply);
     CHECK(reply->status == 401);
-    CHECK(Clock::now() - begun < 1s);  // not readTimeout's 408
+    CHECK(Clock::now() - begun < 3s);  // not readTimeout's 408
     CHECK(client.closedWithin(2s));
     CHECK(calls == 0);
   }
