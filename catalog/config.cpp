@@ -83,10 +83,13 @@ class Obj {
 Res<void> readServer(const json::value& v, ServerSettings& s) {
   Obj o(v, "server");
   if (!o.ok()) return bad("server: an object is needed");
-  CAIRN_TRY(o.only({"max-body-bytes", "max-connections", "max-in-flight", "cache-bytes",
-                    "commit-rebases", "tls-certificate", "tls-private-key"}));
+  CAIRN_TRY(o.only({"max-body-bytes", "max-connections", "max-connections-per-address",
+                    "idle-timeout-seconds", "max-in-flight", "cache-bytes", "commit-rebases",
+                    "tls-certificate", "tls-private-key"}));
   CAIRN_TRY(o.unsignedInto("max-body-bytes", s.maxBodyBytes, 1024, kMaxTableMetadataBytes));
   CAIRN_TRY(o.unsignedInto("max-connections", s.maxConnections, 1, 100'000));
+  CAIRN_TRY(o.unsignedInto("max-connections-per-address", s.maxConnectionsPerAddress, 1, 100'000));
+  CAIRN_TRY(o.unsignedInto("idle-timeout-seconds", s.idleTimeoutSeconds, 1, 3600));
   CAIRN_TRY(o.unsignedInto("max-in-flight", s.maxInFlight, 1, 100'000));
   CAIRN_TRY(o.unsignedInto("cache-bytes", s.cacheBytes, 0, std::uint64_t{1} << 40));
   CAIRN_TRY(o.unsignedInto("commit-rebases", s.commitRebases, 0, 100));
@@ -325,6 +328,8 @@ std::string serializeConfig(const CatalogConfig& c) {
   };
   put("max-body-bytes", s.maxBodyBytes, defaults.maxBodyBytes);
   put("max-connections", s.maxConnections, defaults.maxConnections);
+  put("max-connections-per-address", s.maxConnectionsPerAddress, defaults.maxConnectionsPerAddress);
+  put("idle-timeout-seconds", s.idleTimeoutSeconds, defaults.idleTimeoutSeconds);
   put("max-in-flight", s.maxInFlight, defaults.maxInFlight);
   put("cache-bytes", s.cacheBytes, defaults.cacheBytes);
   put("commit-rebases", s.commitRebases, defaults.commitRebases);

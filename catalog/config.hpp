@@ -54,11 +54,13 @@ struct LakeEntry {
 
 // Server options with their defaults (docs/catalog.md lists them).
 struct ServerSettings {
-  std::uint64_t maxBodyBytes = 16u << 20;  // request bodies; beyond: 413
-  std::uint64_t maxConnections = 256;      // beyond: 503
-  std::uint64_t maxInFlight = 64;          // requests inside handlers; beyond: 503
-  std::uint64_t cacheBytes = 256u << 20;   // verified table state and metadata kept
-  std::uint64_t commitRebases = 8;         // a commit re-checked on a new head at most this often
+  std::uint64_t maxBodyBytes = 16u << 20;       // request bodies; beyond: 413
+  std::uint64_t maxConnections = 256;           // beyond: the oldest idle one closes, or 503
+  std::uint64_t maxConnectionsPerAddress = 64;  // of them from one address; likewise
+  std::uint64_t idleTimeoutSeconds = 60;        // a kept-alive connection awaiting a request
+  std::uint64_t maxInFlight = 64;               // requests inside handlers; beyond: 503
+  std::uint64_t cacheBytes = 256u << 20;        // verified table state and metadata kept
+  std::uint64_t commitRebases = 8;  // a commit re-checked on a new head at most this often
   std::optional<std::string> tlsCertificate;  // PEM files: TLS when both are given
   std::optional<std::string> tlsPrivateKey;
 };

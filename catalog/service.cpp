@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <deque>
 #include <set>
+#include <variant>
 
 #include "catalog/metrics.hpp"
 #include "catalog/operations.hpp"
@@ -28,6 +30,28 @@ ServerResponse error(int status, std::string_view type, std::string_view reason,
   if (status == 401) r.headers.push_back({"WWW-Authenticate", "Bearer realm=\"cairn\""});
   if (status == 503) r.headers.push_back({"Retry-After", "1"});
   return r;
+}
+
+// The routes answered without a token.
+constexpr std::string_view kHealthz = "/healthz";
+constexpr std::string_view kReadyz = "/readyz";
+constexpr std::string_view kMetrics = "/metrics";
+
+bool unauthenticated(std::string_view target) {
+  return target == kHealthz || target == kReadyz || target == kMetrics;
+}
+
+// The token of `Authorization: Bearer TOKEN` (RFC 9110 §11.4: the scheme is case-insensitive,
+// then one or more spaces); nullopt when the header is not a bearer token.
+std::optional<std::string_view> bearerToken(std::string_view text) {
+  constexpr std::string_view kScheme = "bearer";
+  if (text.size() <= kScheme.size() || text[kScheme.size()] != ' ') return std::nullopt;
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[i])) != kScheme[i]) return std::nullopt;
+  }
+  text.remove_prefix(kScheme.size());
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  return text;
 }
 
 ServerResponse error(const CatalogError& e) { return error(e.status, e.type, e.reason, e.message); }
@@ -527,15 +551,14 @@ struct CatalogService::Impl {
       return refuse(401, "NotAuthorizedException", "missing-token",
                     "a bearer token is needed (Authorization: Bearer TOKEN)");
     }
-    std::string_view text = *auth;
-    if (text.size() < 7 || (text.substr(0, 7) != "Bearer " && text.substr(0, 7) != "bearer ")) {
+    const auto token = bearerToken(*auth);
+    if (!token) {
       return refuse(401, "NotAuthorizedException", "missing-token",
                     "the Authorization header is not a bearer token");
     }
-    text.remove_prefix(7);
     refreshTokens();
     const std::int64_t now = nowMs() / 1000;
-    auto check = checkToken(config, text, now);
+    auto check = checkToken(config, *token, now);
     if (check.outcome == TokenCheck::Outcome::expired) {
       return refuse(401, "NotAuthorizedException", "expired-token", "the token has expired");
     }
@@ -590,6 +613,16 @@ struct CatalogService::Impl {
   asio::awaitable<ServerResponse> readyz();
   // A request's answer (CatalogService::handle counts it).
   asio::awaitable<ServerResponse> answer(const ServerRequest& req);
+
+  // A request's route and caller, or the answer it gets without them (404, 400, 401): all
+  // that its header tells, before its body is read.
+  struct Admitted {
+    Matched m;
+    Caller caller;
+  };
+  std::variant<ServerResponse, Admitted> admit(const ServerRequest& req);
+  // The header phase (net::HeaderCheck): admit()'s refusal, counted, or nullopt.
+  std::optional<ServerResponse> checkHeader(const ServerRequest& req);
 };
 
 CatalogService::CatalogService(std::filesystem::path configFile, CatalogConfig config,
@@ -685,9 +718,14 @@ asio::awaitable<ServerResponse> CatalogService::Impl::readyz() {
   co_return jsonAnswer(200, json::object{{"status", "ready"}, {"lakes", std::move(lakesJson)}});
 }
 
+void CatalogService::attachTo(net::ServerOptions& options) const {
+  options.headerCheck = [impl = impl_](const ServerRequest& req) { return impl->checkHeader(req); };
+  options.probeTargets = {std::string(kHealthz), std::string(kReadyz)};
+}
+
 asio::awaitable<ServerResponse> CatalogService::handle(const ServerRequest& req) {
   const std::shared_ptr<Impl> self = impl_;
-  if (req.target == "/metrics") {
+  if (req.target == kMetrics) {
     // Unauthenticated, as /healthz and /readyz: it names lakes and routes, no table.
     std::vector<Lake*> lakes;
     for (const auto& [id, lake] : self->lakes) lakes.push_back(lake.get());
@@ -722,49 +760,67 @@ asio::awaitable<ServerResponse> CatalogService::handle(const ServerRequest& req)
 
 asio::awaitable<ServerResponse> CatalogService::Impl::answer(const ServerRequest& req) {
   Impl& s = *this;
-  if (req.target == "/healthz") {
+  if (req.target == kHealthz) {
     ServerResponse r = jsonAnswer(200, json::object{{"status", "live"}});
-    r.route = "/healthz";
+    r.route = kHealthz;
     co_return r;
   }
-  if (req.target == "/readyz") {
+  if (req.target == kReadyz) {
     ServerResponse r = co_await s.readyz();
-    r.route = "/readyz";
+    r.route = kReadyz;
     co_return r;
   }
+  auto admitted = s.admit(req);
+  if (auto* refusal = std::get_if<ServerResponse>(&admitted)) co_return std::move(*refusal);
+  auto& [m, caller] = std::get<Admitted>(admitted);
+  ServerResponse r = co_await s.serve(req, m, caller);
+  r.route = m.templ;
+  r.lake = caller.lake->id();
+  co_return r;
+}
+
+std::variant<ServerResponse, CatalogService::Impl::Admitted> CatalogService::Impl::admit(
+    const ServerRequest& req) {
   // The path's segments after /v1, each percent-decoded.
   std::vector<std::string> segments;
   std::string_view path = req.target;
   if (!path.starts_with("/v1/")) {
-    co_return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
+    return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
   }
   path.remove_prefix(4);
   while (true) {
     const std::size_t slash = path.find('/');
     auto decoded = percentDecode(path.substr(0, slash), false);
-    if (!decoded) co_return badRequest("invalid-path", "the path does not percent-decode");
+    if (!decoded) return badRequest("invalid-path", "the path does not percent-decode");
     segments.push_back(std::move(*decoded));
     if (slash == std::string_view::npos) break;
     path.remove_prefix(slash + 1);
   }
   auto m = match(segments);
-  if (!m) co_return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
+  if (!m) return error(404, "NoSuchRouteException", "no-such-route", "no route " + req.target);
   if (m->prefix) {
     if (const auto tilde = m->prefix->find('~'); tilde != std::string::npos) {
       m->branch = m->prefix->substr(tilde + 1);
       m->prefix->resize(tilde);
     }
   }
-  auto caller = s.authenticate(req);
+  auto caller = authenticate(req);
   if (!caller) {
     ServerResponse r = error(caller.error());
     r.route = m->templ;
-    co_return r;
+    return r;
   }
-  ServerResponse r = co_await s.serve(req, *m, *caller);
-  r.route = m->templ;
-  r.lake = caller->lake->id();
-  co_return r;
+  return Admitted{std::move(*m), *caller};
+}
+
+std::optional<ServerResponse> CatalogService::Impl::checkHeader(const ServerRequest& req) {
+  if (unauthenticated(req.target)) return std::nullopt;
+  auto admitted = admit(req);
+  auto* refusal = std::get_if<ServerResponse>(&admitted);
+  if (!refusal) return std::nullopt;
+  metrics.started();  // counted as handle() counts an answer
+  metrics.ended(req.method, refusal->route, refusal->status, 0);
+  return std::move(*refusal);
 }
 
 asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest& req,

@@ -26,6 +26,12 @@ class CatalogService {
 
   boost::asio::awaitable<net::ServerResponse> handle(const net::ServerRequest& request);
 
+  // Sets what the server asks of the catalog besides handle(): the header phase (a request
+  // without a valid token is answered 401 before its body is read or `100 Continue` sent; an
+  // unknown route 404) and the probe targets answered when the server is full (/healthz,
+  // /readyz).
+  void attachTo(net::ServerOptions& options) const;
+
   // Every lake's readiness checked now (the probe, once; the lake log read and verified).
   boost::asio::awaitable<void> checkReadiness();
 

@@ -24,6 +24,8 @@
 #include <csignal>
 #include <ctime>
 #include <limits>
+#include <list>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -54,6 +56,53 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 std::string quoted(std::string_view s) { return json::serialize(json::string(s)); }
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool isHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+
+// RFC 3986 reg-name: unreserved, sub-delims and pct-encoded.
+bool validRegName(std::string_view name) {
+  constexpr std::string_view kAllowed = "-._~!$&'()*+,;=";
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (std::isalnum(static_cast<unsigned char>(c)) || kAllowed.find(c) != std::string_view::npos) {
+      continue;
+    }
+    if (c != '%' || i + 2 >= name.size() || !isHex(name[i + 1]) || !isHex(name[i + 2])) {
+      return false;
+    }
+    i += 2;
+  }
+  return true;
+}
+
+// RFC 3986 uri-host [":" port]: a reg-name (or IPv4 address), or an IPv6 literal in brackets.
+bool validAuthority(std::string_view authority) {
+  std::string_view host = authority;
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return false;
+    host = authority.substr(1, close - 1);
+    const std::string_view rest = authority.substr(close + 1);
+    if (!rest.empty() && !rest.starts_with(':')) return false;
+    port = rest.empty() ? rest : rest.substr(1);
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != host.npos) {
+      return false;
+    }
+  } else {
+    const auto colon = authority.find(':');
+    host = authority.substr(0, colon);
+    port = colon == std::string_view::npos ? std::string_view() : authority.substr(colon + 1);
+    if (!validRegName(host)) return false;
+  }
+  return port.find_first_not_of("0123456789") == std::string_view::npos;
+}
 
 std::string describe(const tcp::endpoint& e) {
   const auto address = e.address();
@@ -112,20 +161,81 @@ std::optional<ServerResponse> refusalFor(const error_code& ec, bool timedOut,
 using Parser = http::request_parser<http::string_body>;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
-ServerRequest toServerRequest(Parser& parser, const std::string& remote) {
-  auto message = parser.release();
-  ServerRequest r;
-  r.method = std::string(message.method_string());
-  const std::string_view target = message.target();
+using Head = Parser::value_type;
+
+// RFC 9112 §6.1, §6.3: a request's body is framed by its Content-Length, or by a
+// Transfer-Encoding of `chunked` alone in HTTP/1.1. Beast reads any other Transfer-Encoding
+// (gzip; chunked, identity) as no framing at all, so that the body would be read as the next
+// request; a proxy in front may frame it otherwise (request smuggling). Refused, and closed.
+std::optional<std::string> framingProblem(const Head& head) {
+  const auto encodings = head.count(http::field::transfer_encoding);
+  if (encodings == 0) return std::nullopt;
+  if (head.version() < 11) return "Transfer-Encoding in an HTTP/1.0 request";
+  if (encodings > 1) return "more than one Transfer-Encoding";
+  if (!equalsIgnoreCase(trimmed(head[http::field::transfer_encoding]), "chunked")) {
+    return "a Transfer-Encoding other than chunked";
+  }
+  if (head.count(http::field::content_length) != 0) {
+    return "both Transfer-Encoding and Content-Length";
+  }
+  return std::nullopt;
+}
+
+// RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host; a Host is valid (RFC 3986 uri-host
+// and an optional port).
+std::optional<std::string> hostProblem(const Head& head) {
+  const auto hosts = head.count(http::field::host);
+  if (hosts > 1) return "more than one Host";
+  if (hosts == 0) {
+    return head.version() >= 11 ? std::optional<std::string>("no Host") : std::nullopt;
+  }
+  if (!validAuthority(head[http::field::host])) return "an invalid Host";
+  return std::nullopt;
+}
+
+// RFC 9112 §3.2: origin-form "/path?query", absolute-form "http://authority/path?query" (the
+// form sent to a proxy: served by its path and query), or "*" for OPTIONS. Path and query.
+std::optional<std::pair<std::string_view, std::string_view>> splitTarget(std::string_view target,
+                                                                         http::verb method) {
+  if (target == "*" && method == http::verb::options) return std::pair{target, std::string_view()};
+  if (!target.starts_with('/')) {
+    const auto scheme = target.find("://");
+    if (scheme == std::string_view::npos) return std::nullopt;
+    const std::string_view name = target.substr(0, scheme);
+    if (!equalsIgnoreCase(name, "http") && !equalsIgnoreCase(name, "https")) return std::nullopt;
+    target.remove_prefix(scheme + 3);
+    const auto pathAt = std::min(target.find('/'), target.find('?'));
+    const std::string_view authority = target.substr(0, pathAt);
+    if (authority.empty() || !validAuthority(authority)) return std::nullopt;
+    target = pathAt == std::string_view::npos ? std::string_view() : target.substr(pathAt);
+  }
   const auto question = target.find('?');
-  r.target = std::string(target.substr(0, question));
-  if (question != std::string_view::npos) r.query = std::string(target.substr(question + 1));
-  for (const auto& field : message) {
+  std::string_view path = target.substr(0, question);
+  if (path.empty()) path = "/";
+  if (question == std::string_view::npos) return std::pair{path, std::string_view()};
+  return std::pair{path, target.substr(question + 1)};
+}
+
+// The request as the handler sees it, without its body; or why it is malformed.
+Result<ServerRequest, std::string> headOf(const Head& head, const std::string& remote) {
+  if (auto problem = framingProblem(head)) return fail(std::move(*problem));
+  if (auto problem = hostProblem(head)) return fail(std::move(*problem));
+  const auto target = splitTarget(head.target(), head.method());
+  if (!target) return fail(std::string("a request target that is neither a path nor a URL"));
+  ServerRequest r;
+  r.method = std::string(head.method_string());
+  r.target = std::string(target->first);
+  r.query = std::string(target->second);
+  for (const auto& field : head) {
     r.headers.push_back({std::string(field.name_string()), std::string(field.value())});
   }
-  r.body = std::move(message.body());
   r.remote = remote;
   return r;
+}
+
+ServerResponse malformed(std::string_view why) {
+  return jsonError(400, "BadRequestException", "malformed-request",
+                   "malformed HTTP request: " + std::string(why));
 }
 
 bool managedHeader(std::string_view name) {
@@ -203,8 +313,11 @@ namespace {
 // tell whether it still exists); registered with the server while it lives.
 
 struct Session : std::enable_shared_from_this<Session> {
-  Session(std::shared_ptr<Server> server, tcp::socket socket, bool overflow);
+  Session(std::shared_ptr<Server> server, tcp::socket socket, std::string address, bool overflow);
   ~Session();
+
+  // Every change of phase goes through here: the server keeps the idle ones in order.
+  void enter(Phase next);
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *tcp; }
 
@@ -244,11 +357,23 @@ struct Session : std::enable_shared_from_this<Session> {
   asio::steady_timer watchdog;
   asio::cancellation_signal handlerCancel;
   std::string remote;
+  std::string address;  // the peer's IP address: the per-address bound's key
   Phase phase = Phase::handshake;
   std::uint64_t deadlineGeneration = 0;
   bool timedOut = false;
-  bool overflow = false;  // accepted beyond maxConnections: refused
+  bool overflow = false;  // accepted beyond the bounds: refused
+  bool counted = false;   // in the server's counts (until it ends or is evicted)
+  // Its place among the idle connections (no request in progress), oldest first.
+  std::optional<std::list<Session*>::iterator> idlePlace;
 };
+
+bool evictable(Phase phase) { return phase == Phase::handshake || phase == Phase::idle; }
+
+std::string addressOf(const tcp::socket& socket) {
+  error_code ec;
+  const auto peer = socket.remote_endpoint(ec);
+  return ec ? std::string("unknown") : peer.address().to_string();
+}
 
 // The server's state and its coroutines (HttpServer::Impl is this).
 struct Server : std::enable_shared_from_this<Server> {
@@ -267,8 +392,10 @@ struct Server : std::enable_shared_from_this<Server> {
   std::optional<asio::signal_set> signals;
   asio::steady_timer graceTimer;
   std::set<Session*> sessions;
-  std::size_t served = 0;    // sessions not in overflow
-  std::size_t refusing = 0;  // sessions in overflow
+  std::size_t served = 0;                         // counted sessions not in overflow
+  std::size_t refusing = 0;                       // counted sessions in overflow
+  std::map<std::string, std::size_t> servedFrom;  // served sessions by peer address
+  std::list<Session*> idle;  // served sessions with no request in progress, oldest first
   std::size_t inFlight = 0;  // requests inside the handler
   std::uint16_t port = 0;
   bool started = false;
@@ -281,8 +408,10 @@ struct Server : std::enable_shared_from_this<Server> {
 
   std::optional<std::string> checkOptions() const {
     const auto& o = options;
-    if (o.maxConnections == 0 || o.maxInFlight == 0 || o.maxRequestsPerConnection == 0) {
-      return "maxConnections, maxInFlight and maxRequestsPerConnection must be at least 1";
+    if (o.maxConnections == 0 || o.maxConnectionsPerAddress == 0 || o.maxInFlight == 0 ||
+        o.maxRequestsPerConnection == 0) {
+      return "maxConnections, maxConnectionsPerAddress, maxInFlight and "
+             "maxRequestsPerConnection must be at least 1";
     }
     if (o.maxHeaderBytes == 0 || o.maxHeaderBytes > std::numeric_limits<std::uint32_t>::max()) {
       return "maxHeaderBytes must be between 1 and 4 GiB";
@@ -351,17 +480,79 @@ struct Server : std::enable_shared_from_this<Server> {
         co_await pause.async_wait(kNoThrow);
         continue;
       }
-      const bool overflow = self->served >= self->options.maxConnections;
-      // Refusals are bounded too: beyond as many again, a connection is closed unanswered.
-      if (overflow && self->refusing >= self->options.maxConnections) continue;
-      asio::co_spawn(self->executor, runConnection(self, std::move(socket), overflow),
-                     asio::detached);
+      std::string address = addressOf(socket);
+      const bool served = self->admit(address);
+      // Refusals are bounded too: beyond maxConnections of them, a connection is closed
+      // unanswered.
+      if (!served && self->refusing >= self->options.maxConnections) continue;
+      // Counted here, before the next accept.
+      auto session =
+          std::make_shared<Session>(self, std::move(socket), std::move(address), !served);
+      asio::co_spawn(self->executor, runConnection(self, std::move(session)), asio::detached);
     }
   }
 
-  static asio::awaitable<void> runConnection(std::shared_ptr<Server> self, tcp::socket socket,
-                                             bool overflow) {
-    auto s = std::make_shared<Session>(self, std::move(socket), overflow);
+  // Whether a new connection from `address` is served: within the bounds, or in the place of
+  // the oldest idle connection of that address (at maxConnectionsPerAddress) or of any
+  // (at maxConnections).
+  bool admit(const std::string& address) {
+    const auto from = servedFrom.find(address);
+    if (from != servedFrom.end() && from->second >= options.maxConnectionsPerAddress) {
+      return evictOldestIdle(&address);
+    }
+    return served < options.maxConnections || evictOldestIdle(nullptr);
+  }
+
+  // Closes the oldest idle served connection (of `address`, if given); false if none is.
+  bool evictOldestIdle(const std::string* address) {
+    const auto oldest = std::find_if(idle.begin(), idle.end(), [address](const Session* s) {
+      return address == nullptr || s->address == *address;
+    });
+    if (oldest == idle.end()) return false;
+    Session& evicted = **oldest;
+    uncount(evicted);
+    evicted.closeNow();  // its coroutine ends as on an idle timeout
+    return true;
+  }
+
+  void count(Session& s) {
+    assert(!s.counted);
+    s.counted = true;
+    if (s.overflow) {
+      ++refusing;
+    } else {
+      ++served;
+      ++servedFrom[s.address];
+    }
+    phaseChanged(s);
+  }
+
+  void uncount(Session& s) {
+    if (!s.counted) return;
+    s.counted = false;
+    phaseChanged(s);
+    if (s.overflow) {
+      --refusing;
+      return;
+    }
+    --served;
+    const auto from = servedFrom.find(s.address);
+    assert(from != servedFrom.end() && from->second > 0);
+    if (--from->second == 0) servedFrom.erase(from);
+  }
+
+  // Keeps `idle` in step with a served session's phase.
+  void phaseChanged(Session& s) {
+    const bool isIdle = s.counted && !s.overflow && evictable(s.phase);
+    if (isIdle && !s.idlePlace) s.idlePlace = idle.insert(idle.end(), &s);
+    if (!isIdle && s.idlePlace) {
+      idle.erase(*s.idlePlace);
+      s.idlePlace.reset();
+    }
+  }
+
+  static asio::awaitable<void> runConnection(std::shared_ptr<Server> self,
+                                             std::shared_ptr<Session> s) {
     if (!self->ssl) {
       co_await self->converse(*s, *s->tcp);
       co_return;
@@ -386,28 +577,43 @@ struct Server : std::enable_shared_from_this<Server> {
     co_await closeGracefully(s, stream);
   }
 
-  template <class Stream>
-  asio::awaitable<void> refuseConnection(Session& s, Stream& stream) {
-    const auto time = std::chrono::system_clock::now();
-    const auto started = Clock::now();
-    ServerResponse r = unavailable(
-        "too-many-connections",
-        "the server has " + std::to_string(options.maxConnections) + " connections open");
-    const int status = r.status;
-    co_await write(s, stream, std::move(r), false, false);
-    log(RequestRecord{time, "-", "unmatched", status, {}, "", s.remote}, started);
-  }
-
   // ---- one connection: read, handle, write, while kept alive ---------------------------
 
-  // How reading a request went: it arrived (whole, or far enough to deserve an answer, the
-  // refusal) or not (close silently).
+  // How reading a request went: it arrived (whole, or far enough to deserve an answer) or not
+  // (close silently).
   struct Incoming {
     bool arrived = false;
-    std::optional<ServerResponse> refusal;
-    std::chrono::system_clock::time_point time;
-    Clock::time_point started;
+    std::optional<ServerRequest> request;  // its header, and its body once read
+    std::optional<ServerResponse> answer;  // given before the body: a refusal or headerCheck's
+    bool bodyUnread = true;                // with `answer`: the connection must close
+    std::chrono::system_clock::time_point time = std::chrono::system_clock::now();
+    Clock::time_point started = Clock::now();
   };
+
+  // Beyond the connection bounds: one request is read; a probe target without a body is
+  // answered, anything else refused 503. The connection closes after.
+  template <class Stream>
+  asio::awaitable<void> refuseConnection(Session& s, Stream& stream) {
+    Parser parser;
+    Incoming in = co_await readHead(s, stream, parser, options.readTimeout);
+    s.disarm({});
+    const std::string method = in.request ? in.request->method : std::string("-");
+    const bool probe = in.request && parser.is_done() && isProbe(in.request->target);
+    ServerResponse r = probe ? ServerResponse{} : full();
+    if (probe) r = co_await dispatch(s, *in.request);
+    co_await respond(s, stream, std::move(r), in, method, false);
+  }
+
+  ServerResponse full() const {
+    return unavailable(
+        "too-many-connections",
+        "the server has " + std::to_string(options.maxConnections) + " connections open");
+  }
+
+  bool isProbe(std::string_view target) const {
+    const auto& probes = options.probeTargets;
+    return std::find(probes.begin(), probes.end(), target) != probes.end();
+  }
 
   template <class Stream>
   asio::awaitable<void> serve(Session& s, Stream& stream) {
@@ -418,34 +624,66 @@ struct Server : std::enable_shared_from_this<Server> {
       // (The request line is parsed first: known even when a later field was refused.)
       std::string method(parser->get().method_string());
       if (method.empty()) method = "-";
-      if (in.refusal) {
-        co_await respond(s, stream, std::move(*in.refusal), in, method, false);
-        co_return;
+      const bool wantsKeepAlive = !in.bodyUnread && parser->get().keep_alive();
+      // (No co_await inside ?: -- GCC 12 destroys such temporaries twice.)
+      ServerResponse response;
+      if (in.answer) {
+        response = std::move(*in.answer);
+      } else {
+        response = co_await dispatch(s, *in.request);
       }
-      const bool wantsKeepAlive = parser->get().keep_alive();
-      ServerRequest request = toServerRequest(*parser, s.remote);
-      ServerResponse response = co_await dispatch(s, request);
       const bool keepAlive = wantsKeepAlive && !stopping && n < options.maxRequestsPerConnection;
       if (!co_await respond(s, stream, std::move(response), in, method, keepAlive)) co_return;
       if (!keepAlive) co_return;
     }
   }
 
+  // A request: its header (readHead), the header phase's check, then its body; the read
+  // deadline covers all of it.
   template <class Stream>
   asio::awaitable<Incoming> readRequest(Session& s, Stream& stream, Parser& parser) {
+    Incoming in = co_await readHead(s, stream, parser, options.idleTimeout);
+    if (!in.request) {
+      s.disarm({});
+      co_return in;
+    }
+    if (auto early = checkHeader(*in.request)) {
+      s.disarm({});
+      in.answer = std::move(*early);
+      in.bodyUnread = !parser.is_done();
+      co_return in;
+    }
+    error_code ec;
+    if (!parser.is_done()) ec = co_await readBody(s, stream, parser);
+    s.disarm(ec);
+    if (ec) {
+      in.request.reset();
+      in.answer = refusalFor(ec, s.timedOut, options);
+      in.arrived = in.answer.has_value();
+      co_return in;
+    }
+    in.request->body = std::move(parser.get().body());
+    in.bodyUnread = false;
+    co_return in;
+  }
+
+  // Waits for a request's first byte (at most `wait`, unless it is buffered already), reads
+  // its header within readTimeout of it and checks it. With a request, the read deadline is
+  // still armed (for the body); without, `answer` says why (none: close silently).
+  template <class Stream>
+  asio::awaitable<Incoming> readHead(Session& s, Stream& stream, Parser& parser,
+                                     std::chrono::milliseconds wait) {
     Incoming in;
-    // 1. Idle: wait for the first byte of the next request, unless it is already buffered.
     if (s.buffer.size() == 0) {
-      s.phase = Phase::idle;
+      s.enter(Phase::idle);
       if (stopping) co_return in;
-      s.arm(options.idleTimeout);
+      s.arm(wait);
       auto [ec, n] = co_await stream.async_read_some(s.buffer.prepare(kReadChunkBytes), kNoThrow);
       s.disarm(ec);
-      if (ec) co_return in;  // idle timeout, stop, or the client closed: silently
+      if (ec) co_return in;  // idle timeout, eviction, stop, or the client closed: silently
       s.buffer.commit(n);
     }
-    // 2. The request, header and body, within readTimeout of its first byte.
-    s.phase = Phase::reading;
+    s.enter(Phase::reading);
     in.time = std::chrono::system_clock::now();
     in.started = Clock::now();
     parser.header_limit(static_cast<std::uint32_t>(options.maxHeaderBytes));
@@ -453,11 +691,33 @@ struct Server : std::enable_shared_from_this<Server> {
     s.arm(options.readTimeout);
     auto [ec, headerBytes] = co_await http::async_read_header(stream, s.buffer, parser, kNoThrow);
     if (!ec && headerBytes > options.maxHeaderBytes) ec = http::error::header_limit;
-    if (!ec && !parser.is_done()) ec = co_await readBody(s, stream, parser);
-    s.disarm(ec);
-    if (ec) in.refusal = refusalFor(ec, s.timedOut, options);
-    in.arrived = !ec || in.refusal.has_value();
+    if (ec) {
+      s.disarm(ec);
+      in.answer = refusalFor(ec, s.timedOut, options);
+      in.arrived = in.answer.has_value();
+      co_return in;
+    }
+    in.arrived = true;
+    auto head = headOf(parser.get(), s.remote);
+    if (!head) {
+      in.answer = malformed(head.error());
+      co_return in;
+    }
+    in.request = std::move(head).value();
     co_return in;
+  }
+
+  // The application's header phase; a throw is a 500, an answer out of range too.
+  std::optional<ServerResponse> checkHeader(const ServerRequest& head) {
+    if (!options.headerCheck) return std::nullopt;
+    std::optional<ServerResponse> answer;
+    try {
+      answer = options.headerCheck(head);
+    } catch (...) {
+      return internalError();
+    }
+    if (answer && (answer->status < 200 || answer->status > 599)) return internalError();
+    return answer;
   }
 
   // After the header: `Expect: 100-continue` is answered (clients then send the body), and
@@ -476,12 +736,12 @@ struct Server : std::enable_shared_from_this<Server> {
 
   asio::awaitable<ServerResponse> dispatch(Session& s, const ServerRequest& request) {
     if (stopping) co_return unavailable("stopping", "the server is stopping");
-    if (inFlight >= options.maxInFlight) {
+    if (inFlight >= options.maxInFlight && !isProbe(request.target)) {
       co_return unavailable(
           "too-many-requests",
           "the server is handling " + std::to_string(options.maxInFlight) + " requests");
     }
-    s.phase = Phase::handling;
+    s.enter(Phase::handling);
     ++inFlight;
     struct Leave {
       std::size_t& inFlight;
@@ -520,7 +780,7 @@ struct Server : std::enable_shared_from_this<Server> {
   template <class Stream>
   asio::awaitable<bool> write(Session& s, Stream& stream, ServerResponse&& response, bool keepAlive,
                               bool head) {
-    s.phase = Phase::writing;
+    s.enter(Phase::writing);
     auto message = toMessage(std::move(response), keepAlive, head);
     s.lowest().expires_after(options.writeTimeout);
     auto [ec, n] = co_await http::async_write(stream, message, kNoThrow);
@@ -543,7 +803,7 @@ struct Server : std::enable_shared_from_this<Server> {
   // TCP: send FIN, then read and drop what the client still sends (bounded in time and
   // bytes) so that the close does not reset the connection under an unread response.
   asio::awaitable<void> closeGracefully(Session& s, beast::tcp_stream& stream) {
-    s.phase = Phase::closing;
+    s.enter(Phase::closing);
     error_code ec;
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream.expires_after(options.closeLinger);
@@ -560,7 +820,7 @@ struct Server : std::enable_shared_from_this<Server> {
 
   // TLS: close_notify, and the peer's in return (bounded in time).
   asio::awaitable<void> closeGracefully(Session& s, TlsStream& stream) {
-    s.phase = Phase::closing;
+    s.enter(Phase::closing);
     s.lowest().expires_after(options.closeLinger);
     auto [ignored] = co_await stream.async_shutdown(kNoThrow);
     (void)ignored;
@@ -607,7 +867,7 @@ struct Server : std::enable_shared_from_this<Server> {
 
   void sessionEnded(Session* s) {
     sessions.erase(s);
-    --(s->overflow ? refusing : served);
+    uncount(*s);
     if (stopping && !finished && !abandoned && sessions.empty()) finish();
   }
 
@@ -636,8 +896,12 @@ struct Server : std::enable_shared_from_this<Server> {
   }
 };
 
-Session::Session(std::shared_ptr<Server> owner, tcp::socket socket, bool overflowed)
-    : server(std::move(owner)), watchdog(server->executor), overflow(overflowed) {
+Session::Session(std::shared_ptr<Server> owner, tcp::socket socket, std::string peerAddress,
+                 bool overflowed)
+    : server(std::move(owner)),
+      watchdog(server->executor),
+      address(std::move(peerAddress)),
+      overflow(overflowed) {
   error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   const auto peer = socket.remote_endpoint(ec);
@@ -645,7 +909,12 @@ Session::Session(std::shared_ptr<Server> owner, tcp::socket socket, bool overflo
   tcp.emplace(std::move(socket));
   buffer.reserve(kReadChunkBytes);
   server->sessions.insert(this);
-  ++(overflow ? server->refusing : server->served);
+  server->count(*this);
+}
+
+void Session::enter(Phase next) {
+  phase = next;
+  server->phaseChanged(*this);
 }
 
 Session::~Session() { server->sessionEnded(this); }

@@ -5,16 +5,32 @@
 // that reads a request, hands it to the handler, writes the response, and loops while the
 // connection is kept alive. Pipelined requests are therefore answered in order, one at a time.
 //
+// Framing (RFC 9112): a request is framed by its Content-Length or by a Transfer-Encoding of
+// `chunked` alone in HTTP/1.1; any other Transfer-Encoding, or one beside a Content-Length, is
+// refused 400 and the connection closed, never read as body-less (what follows would be read as
+// a request a proxy in front never saw: request smuggling). An HTTP/1.1 request needs one valid
+// Host; the target is origin-form ("/path?query") or absolute-form ("http://host/path?query",
+// served by its path and query). Every refusal of the server's own closes the connection.
+//
+// Header phase: once a request's header is parsed and checked, and before `100 Continue` is
+// sent or a byte of its body read, ServerOptions::headerCheck (the application's: e.g. a token)
+// may answer it. Then the body is never read: the connection closes unless there was none.
+//
 // Bounds, each in ServerOptions. A request header over maxHeaderBytes gets 431, a body over
 // maxBodyBytes 413 (refused from its Content-Length before a byte of it is read, or as soon as
-// a chunked body passes the bound); both close the connection. A connection beyond
-// maxConnections is accepted, answered 503 with `Retry-After: 1`, and closed; a request beyond
-// maxInFlight (requests inside the handler at once) gets 503 with `Retry-After: 1`. A request
-// must arrive whole within readTimeout of its first byte (else 408 and close); a kept-alive
-// connection with no next request within idleTimeout is closed silently; a response must be
-// written within writeTimeout. Every error the server writes itself is the Iceberg REST
-// envelope {"error":{"message","type","code","reason"}} with Content-Type application/json; a
-// handler that throws gives 500 with that envelope and a message free of internals.
+// a chunked body passes the bound); both close the connection. Connections: at most
+// maxConnections served, at most maxConnectionsPerAddress of them from one peer address. A new
+// connection beyond either takes the place of the oldest idle one (no request in progress) of
+// the same address, or, beyond maxConnections only, of any address; with none idle it is
+// refused: one request is read, a probe target (ServerOptions::probeTargets, e.g. /healthz) is
+// answered by the handler, anything else 503 with `Retry-After: 1`, and the connection closes.
+// A request beyond maxInFlight (requests inside the handler at once) gets 503 with
+// `Retry-After: 1`, a probe target excepted. A request must arrive whole within readTimeout of
+// its first byte (else 408 and close); a kept-alive connection with no next request within
+// idleTimeout is closed silently; a response must be written within writeTimeout. Every error
+// the server writes itself is the Iceberg REST envelope {"error":{"message","type","code",
+// "reason"}} with Content-Type application/json; a handler that throws gives 500 with that
+// envelope and a message free of internals.
 //
 // Stop (graceful): stop accepting (new connections are refused by the kernel), close idle
 // connections, answer requests that arrive on kept-alive connections with 503 and
@@ -78,6 +94,11 @@ struct ServerResponse {
 
 using Handler = std::function<boost::asio::awaitable<ServerResponse>(const ServerRequest&)>;
 
+// Called with a request's header (its body still unread and empty) before `100 Continue` or
+// the body; an answer is the request's response (the handler is not called). Runs on the
+// server's executor and must not block; one that throws answers 500.
+using HeaderCheck = std::function<std::optional<ServerResponse>(const ServerRequest&)>;
+
 // The Iceberg REST error envelope:
 // {"error":{"message":message,"type":type,"code":status,"reason":reason}}.
 ServerResponse jsonError(int status, std::string_view type, std::string_view reason,
@@ -113,7 +134,8 @@ struct ServerOptions {
   std::uint16_t port = 8181;               // 0: an ephemeral port (HttpServer::port() after start)
   std::size_t maxHeaderBytes = 64 * 1024;  // request line and fields; beyond: 431
   std::size_t maxBodyBytes = 16 * 1024 * 1024;    // large table metadata fits; beyond: 413
-  std::size_t maxConnections = 256;               // served at once; beyond: 503 and close
+  std::size_t maxConnections = 256;               // served at once; beyond: evict idle, or 503
+  std::size_t maxConnectionsPerAddress = 64;      // of them from one peer address; likewise
   std::size_t maxInFlight = 64;                   // requests inside the handler; beyond: 503
   std::size_t maxRequestsPerConnection = 10000;   // then `Connection: close`
   std::chrono::milliseconds readTimeout{30000};   // a request's first byte to its last
@@ -125,7 +147,12 @@ struct ServerOptions {
   // the response before the client read it).
   std::chrono::milliseconds closeLinger{1000};
   std::optional<ServerTls> tls;
-  RequestLogger log;  // optional
+  RequestLogger log;        // optional
+  HeaderCheck headerCheck;  // optional: the header phase's answer
+  // Targets (paths) answered even beyond maxConnections and maxInFlight, so that liveness and
+  // readiness are seen when the server is full (on a refused connection: a request without a
+  // body). The handler answers them as any other.
+  std::vector<std::string> probeTargets;
 };
 
 class HttpServer {

@@ -842,11 +842,14 @@ int runServe(const ServeOptions& o) {
     options.port = listen->second;
     options.maxBodyBytes = config->server.maxBodyBytes;
     options.maxConnections = config->server.maxConnections;
+    options.maxConnectionsPerAddress = config->server.maxConnectionsPerAddress;
     options.maxInFlight = config->server.maxInFlight;
+    options.idleTimeout = std::chrono::seconds(config->server.idleTimeoutSeconds);
     if (config->server.tlsCertificate) {
       options.tls = net::ServerTls{*config->server.tlsCertificate, *config->server.tlsPrivateKey};
     }
     options.log = net::jsonLogLines(stderr);
+    service.attachTo(options);
     net::HttpServer server(executor, options, [&service](const net::ServerRequest& req) {
       return service.handle(req);
     });

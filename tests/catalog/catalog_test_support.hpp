@@ -142,6 +142,7 @@ class CatalogRig {
     net::ServerOptions options;
     options.port = 0;
     options.maxBodyBytes = 1 << 20;
+    service->attachTo(options);
     server = std::make_unique<net::HttpServer>(
         io.get_executor(), options,
         [this](const net::ServerRequest& r) { return service->handle(r); });

@@ -15,6 +15,7 @@ using namespace cairn;
 using namespace cairn::catalog;
 using test::CatalogRig;
 using test::HttpReply;
+using test::httpRequest;
 
 namespace {
 
@@ -545,4 +546,99 @@ TEST_CASE("catalog service: leases and protected snapshots are lake log records"
   // The lake log holds them all, folded the same by a cold reader.
   CatalogRig cold((store.path() / "lake").string());
   CHECK(cold.call("GET", table + "/leases").json().at("protected-snapshots").as_array().empty());
+}
+
+namespace {
+
+// What the server sends within `patience` to bytes written on a fresh connection (until it
+// closes or the time is up).
+std::string exchange(std::uint16_t port, const std::string& bytes,
+                     std::chrono::milliseconds patience) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in where{};
+  where.sin_family = AF_INET;
+  where.sin_port = htons(port);
+  where.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&where), sizeof where) == 0);
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size()));
+  std::string received;
+  const auto until = std::chrono::steady_clock::now() + patience;
+  for (auto now = std::chrono::steady_clock::now(); now < until;
+       now = std::chrono::steady_clock::now()) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char chunk[4096];
+    const auto n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) break;
+    received.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return received;
+}
+
+}  // namespace
+
+TEST_CASE("catalog service: a request without a valid token gets 401 before its body is read",
+          "[catalog][http-server]") {
+  io::test::TempDir store;
+  CatalogRig rig((store.path() / "lake").string());
+  const std::string head =
+      "POST /v1/prod/namespaces HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100000\r\n";
+  const std::string token = GENERATE(std::string(), std::string("Authorization: Bearer nope\r\n"),
+                                     std::string("Authorization: Basic dXNlcjpwYXNz\r\n"));
+  INFO(token);
+  SECTION("Expect: 100-continue: no 100, a 401") {
+    const std::string got =
+        exchange(rig.port, head + token + "Expect: 100-continue\r\n\r\n", std::chrono::seconds(3));
+    CHECK(got.starts_with("HTTP/1.1 401 "));
+    CHECK(got.find("100 Continue") == std::string::npos);
+    CHECK(got.find("Connection: close") != std::string::npos);
+  }
+  SECTION("a body announced and not sent: the 401 comes without it") {
+    const std::string got = exchange(rig.port, head + token + "\r\n", std::chrono::seconds(3));
+    CHECK(got.starts_with("HTTP/1.1 401 "));
+  }
+}
+
+TEST_CASE("catalog service: the bearer scheme is case-insensitive", "[catalog][http-server]") {
+  io::test::TempDir store;
+  CatalogRig rig((store.path() / "lake").string());
+  const std::string scheme = GENERATE(std::string("Bearer"), std::string("bearer"),
+                                      std::string("BEARER"), std::string("bEaReR"));
+  INFO(scheme);
+  const HttpReply reply = httpRequest(rig.port, "GET", "/v1/config", {},
+                                      {{"Authorization", scheme + " " + rig.readToken}});
+  CHECK(reply.status == 200);
+  const HttpReply spaced = httpRequest(rig.port, "GET", "/v1/config", {},
+                                       {{"Authorization", scheme + "   " + rig.readToken}});
+  CHECK(spaced.status == 200);
+}
+
+TEST_CASE("catalog configuration: the connection bounds and the idle timeout are settings",
+          "[catalog]") {
+  const std::string publisher = R"("publisher":"5e1f0000-0000-4000-8000-0000000000aa")";
+  auto defaults = parseConfig(R"({"format":1,)" + publisher + "}");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->server.idleTimeoutSeconds == 60);
+  CHECK(defaults->server.maxConnectionsPerAddress == 64);
+  auto set =
+      parseConfig(R"({"format":1,)" + publisher +
+                  R"(,"server":{"idle-timeout-seconds":5,"max-connections-per-address":3}})");
+  INFO((set ? std::string() : set.error().message));
+  REQUIRE(set.ok());
+  CHECK(set->server.idleTimeoutSeconds == 5);
+  CHECK(set->server.maxConnectionsPerAddress == 3);
+  auto again = parseConfig(serializeConfig(*set));
+  REQUIRE(again.ok());
+  CHECK(again->server.idleTimeoutSeconds == 5);
+  CHECK(again->server.maxConnectionsPerAddress == 3);
+  for (const char* bad : {R"("idle-timeout-seconds":0)", R"("idle-timeout-seconds":3601)",
+                          R"("max-connections-per-address":0)"}) {
+    INFO(bad);
+    auto r = parseConfig(R"({"format":1,)" + publisher + R"(,"server":{)" + bad + "}}");
+    REQUIRE(!r.ok());
+    CHECK(r.error().code == Errc::usage);
+  }
 }

@@ -66,14 +66,26 @@ struct Reply {
 // A blocking TCP client on 127.0.0.1 whose every read has a deadline.
 class RawClient {
  public:
-  explicit RawClient(std::uint16_t port) : fd_(connectTo(port)) { REQUIRE(fd_ >= 0); }
+  // `from`: the local address to connect from (another loopback address is another peer).
+  explicit RawClient(std::uint16_t port, const char* from = nullptr) : fd_(connectTo(port, from)) {
+    REQUIRE(fd_ >= 0);
+  }
   ~RawClient() { ::close(fd_); }
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
 
   // -1 if the connection was refused.
-  static int connectTo(std::uint16_t port) {
+  static int connectTo(std::uint16_t port, const char* from = nullptr) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (from != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      ::inet_pton(AF_INET, from, &local.sin_addr);
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+        ::close(fd);
+        return -1;
+      }
+    }
     sockaddr_in where{};
     where.sin_family = AF_INET;
     where.sin_port = htons(port);
@@ -463,17 +475,19 @@ TEST_CASE("HTTP server: beyond maxInFlight a request gets 503 with Retry-After",
 TEST_CASE("HTTP server: beyond maxConnections a connection gets 503 with Retry-After and closes",
           "[net][http-server]") {
   asio::io_context io;
+  Gate gate(io);
   ServerOptions options = quick();
   options.maxConnections = 2;
-  ServerRig rig(io, options, echo());
+  ServerRig rig(io, options, [&](const ServerRequest& r) -> asio::awaitable<ServerResponse> {
+    if (r.target == "/slow") co_await gate.pass();
+    co_return text("done " + r.target);
+  });
   auto a = std::make_unique<RawClient>(rig.port());
   RawClient b(rig.port());
-  for (RawClient* client : {a.get(), &b}) {  // both accepted and served: both counted
-    REQUIRE(client->send(get("/x")));
-    auto ok = client->read();
-    REQUIRE(ok);
-    CHECK(ok->status == 200);
+  for (RawClient* client : {a.get(), &b}) {  // both busy: neither is idle, neither gives way
+    REQUIRE(client->send(get("/slow")));
   }
+  REQUIRE(eventually([&] { return gate.entered() == 2; }));
   RawClient c(rig.port());
   REQUIRE(c.send(get("/c")));
   auto refusal = c.read();
@@ -484,6 +498,7 @@ TEST_CASE("HTTP server: beyond maxConnections a connection gets 503 with Retry-A
   CHECK(std::string(errorOf(*refusal).at("reason").as_string()) == "too-many-connections");
   CHECK(c.closedWithin(2s));
 
+  gate.release();
   a.reset();  // a slot frees: a new connection is served again
   CHECK(eventually([&] {
     RawClient d(rig.port());
@@ -828,4 +843,344 @@ TEST_CASE("HTTP server: one JSON log line per request, without credentials or th
   REQUIRE(std::fgets(line, sizeof line, file.get()) != nullptr);
   CHECK(std::string(line) == requestLogLine(record) + "\n");
   CHECK(json::parse(requestLogLine(record)).at("ms").as_double() == 1.5);
+}
+
+namespace {
+
+// A handler that echoes, and keeps the targets it was given.
+struct Recorder {
+  std::mutex mutex;
+  std::vector<std::string> targets;
+  Handler handler() {
+    return [this](const ServerRequest& r) -> asio::awaitable<ServerResponse> {
+      {
+        std::lock_guard lock(mutex);
+        targets.push_back(r.target);
+      }
+      co_return text(r.method + " " + r.target + " ?" + r.query + " " + r.body);
+    };
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard lock(mutex);
+    return targets;
+  }
+};
+
+// The server's own 400: the envelope, `Connection: close`, and the connection closed after.
+void checkMalformedAndClosed(RawClient& client) {
+  auto reply = client.read();
+  REQUIRE(reply);
+  CHECK(reply->status == 400);
+  CHECK(reply->header("Connection") == "close");
+  CHECK(std::string(errorOf(*reply).at("reason").as_string()) == "malformed-request");
+  CHECK(client.closedWithin(2s));
+}
+
+}  // namespace
+
+TEST_CASE("HTTP server: a Transfer-Encoding other than chunked alone gets 400 and a close",
+          "[net][http-server]") {
+  // RFC 9112 §6.1, §6.3: a proxy in front may frame such a request differently; what follows
+  // the header must never be read as a request of its own.
+  asio::io_context io;
+  Recorder recorder;
+  ServerRig rig(io, quick(), recorder.handler());
+  const std::string smuggled = get("/smuggled");
+  const std::string length = "Content-Length: " + std::to_string(smuggled.size()) + "\r\n";
+  const std::string fields = GENERATE_COPY(
+      std::string("Transfer-Encoding: gzip\r\n"), std::string("Transfer-Encoding: identity\r\n"),
+      std::string("Transfer-Encoding: chunked, identity\r\n"),
+      std::string("Transfer-Encoding: gzip, chunked\r\n"),
+      std::string("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"),
+      "Transfer-Encoding: gzip\r\n" + length, length + "Transfer-Encoding: gzip\r\n",
+      "Transfer-Encoding: chunked, identity\r\n" + length,
+      "Transfer-Encoding: chunked\r\n" + length, length + "Transfer-Encoding: chunked\r\n");
+  INFO(fields);
+  RawClient client(rig.port());
+  REQUIRE(client.send("POST /first HTTP/1.1\r\nHost: test\r\n" + fields + "\r\n" + smuggled));
+  checkMalformedAndClosed(client);
+  CHECK(recorder.seen().empty());  // neither the request nor its "body"
+}
+
+TEST_CASE("HTTP server: Transfer-Encoding in an HTTP/1.0 request gets 400 and a close",
+          "[net][http-server]") {
+  asio::io_context io;
+  Recorder recorder;
+  ServerRig rig(io, quick(), recorder.handler());
+  RawClient client(rig.port());
+  REQUIRE(
+      client.send("POST /first HTTP/1.0\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "0\r\n\r\n" +
+                  get("/smuggled")));
+  checkMalformedAndClosed(client);
+  CHECK(recorder.seen().empty());
+}
+
+TEST_CASE("HTTP server: Host is required once and valid (RFC 9112 §3.2)", "[net][http-server]") {
+  asio::io_context io;
+  Recorder recorder;
+  ServerRig rig(io, quick(), recorder.handler());
+  SECTION("refused") {
+    const std::string head = GENERATE(std::string("GET /x HTTP/1.1\r\n"),
+                                      std::string("GET /x HTTP/1.1\r\nHost: a\r\nHost: a\r\n"),
+                                      std::string("GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n"),
+                                      std::string("GET /x HTTP/1.1\r\nHost: a b\r\n"),
+                                      std::string("GET /x HTTP/1.1\r\nHost: exa/mple\r\n"),
+                                      std::string("GET /x HTTP/1.1\r\nHost: [::1\r\n"),
+                                      std::string("GET /x HTTP/1.1\r\nHost: host:80x\r\n"),
+                                      std::string("GET /x HTTP/1.1\r\nHost: user@host\r\n"),
+                                      std::string("GET /x HTTP/1.0\r\nHost: a\r\nHost: b\r\n"));
+    INFO(head);
+    RawClient client(rig.port());
+    REQUIRE(client.send(head + "\r\n"));
+    checkMalformedAndClosed(client);
+    CHECK(recorder.seen().empty());
+  }
+  SECTION("served") {
+    const std::string head = GENERATE(
+        std::string("GET /x HTTP/1.0\r\n"), std::string("GET /x HTTP/1.1\r\nHost: [::1]:8181\r\n"),
+        std::string("GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n"),
+        std::string("GET /x HTTP/1.1\r\nHost: ca-irn_1.example:80\r\n"));
+    INFO(head);
+    RawClient client(rig.port());
+    REQUIRE(client.send(head + "\r\n"));
+    auto reply = client.read();
+    REQUIRE(reply);
+    CHECK(reply->status == 200);
+    CHECK(reply->body == "GET /x ? ");
+  }
+}
+
+TEST_CASE("HTTP server: an absolute-form target is served by its path and query",
+          "[net][http-server]") {
+  asio::io_context io;
+  Recorder recorder;
+  ServerRig rig(io, quick(), recorder.handler());
+  RawClient client(rig.port());
+  REQUIRE(client.send(get("http://test:8181/v1/config?warehouse=a%20b")));
+  auto full = client.read();
+  REQUIRE(full);
+  CHECK(full->status == 200);
+  CHECK(full->body == "GET /v1/config ?warehouse=a%20b ");
+  REQUIRE(client.send(get("HTTPS://test")));
+  auto root = client.read();
+  REQUIRE(root);
+  CHECK(root->body == "GET / ? ");
+
+  RawClient relative(rig.port());  // neither origin-form nor absolute-form
+  REQUIRE(relative.send(get("v1/config")));
+  checkMalformedAndClosed(relative);
+  CHECK(recorder.seen() == std::vector<std::string>{"/v1/config", "/"});
+}
+
+TEST_CASE("HTTP server: when every connection is taken, the oldest idle one gives its place",
+          "[net][http-server]") {
+  asio::io_context io;
+  ServerOptions options = quick();
+  options.maxConnections = 3;
+  options.idleTimeout = 10s;  // far beyond the waits below: no connection leaves by itself
+  ServerRig rig(io, options, echo());
+  RawClient silent(rig.port());  // accepted, never a byte
+  std::this_thread::sleep_for(100ms);
+  RawClient a(rig.port());
+  RawClient b(rig.port());
+  for (RawClient* client : {&a, &b}) {  // served, then idle between requests
+    REQUIRE(client->send(get("/x")));
+    REQUIRE(client->read());
+  }
+  auto answeredWithin = [&](RawClient& client, const std::string& target) {
+    const auto begun = Clock::now();
+    auto reply = client.send(get(target)) ? client.read() : std::nullopt;
+    CHECK(Clock::now() - begun < 3s);  // far from idleTimeout
+    return reply && reply->status == 200;
+  };
+  RawClient health(rig.port());
+  CHECK(answeredWithin(health, "/healthz"));
+  CHECK(silent.closedWithin(1s));  // the oldest
+  CHECK(silent.received().empty());
+  RawClient next(rig.port());
+  CHECK(answeredWithin(next, "/healthz"));
+  CHECK(a.closedWithin(1s));  // then the next oldest
+  CHECK(a.received().empty());
+  CHECK(answeredWithin(b, "/still-here"));
+}
+
+TEST_CASE("HTTP server: one address holds at most maxConnectionsPerAddress connections",
+          "[net][http-server]") {
+  asio::io_context io;
+  Gate gate(io);
+  ServerOptions options = quick();
+  options.maxConnections = 8;
+  options.maxConnectionsPerAddress = 2;
+  options.idleTimeout = 10s;
+  ServerRig rig(io, options, [&](const ServerRequest& r) -> asio::awaitable<ServerResponse> {
+    if (r.target == "/slow") co_await gate.pass();
+    co_return text("done " + r.target);
+  });
+  RawClient a(rig.port());
+  RawClient b(rig.port());
+  for (RawClient* client : {&a, &b}) {
+    REQUIRE(client->send(get("/x")));
+    REQUIRE(client->read());
+  }
+  // A third from the same address takes the place of its own oldest idle connection.
+  RawClient c(rig.port());
+  REQUIRE(c.send(get("/x")));
+  auto served = c.read();
+  REQUIRE(served);
+  CHECK(served->status == 200);
+  CHECK(a.closedWithin(1s));
+  CHECK(a.received().empty());
+
+  // With both of its connections busy, the address is refused; another address is not.
+  REQUIRE(b.send(get("/slow")));
+  REQUIRE(c.send(get("/slow")));
+  REQUIRE(eventually([&] { return gate.entered() == 2; }));
+  RawClient d(rig.port());
+  REQUIRE(d.send(get("/x")));
+  auto refusal = d.read();
+  REQUIRE(refusal);
+  CHECK(refusal->status == 503);
+  CHECK(refusal->header("Connection") == "close");
+  CHECK(std::string(errorOf(*refusal).at("reason").as_string()) == "too-many-connections");
+  RawClient other(rig.port(), "127.0.0.2");
+  REQUIRE(other.send(get("/x")));
+  auto elsewhere = other.read();
+  REQUIRE(elsewhere);
+  CHECK(elsewhere->status == 200);
+  gate.release();
+  CHECK(b.read());
+  CHECK(c.read());
+}
+
+TEST_CASE("HTTP server: a probe target is answered when every connection is busy",
+          "[net][http-server]") {
+  asio::io_context io;
+  Gate gate(io);
+  ServerOptions options = quick();
+  options.maxConnections = 2;
+  options.probeTargets = {"/healthz"};
+  std::atomic<int> probes{0};
+  ServerRig rig(io, options, [&](const ServerRequest& r) -> asio::awaitable<ServerResponse> {
+    if (r.target == "/slow") co_await gate.pass();
+    if (r.target == "/healthz") ++probes;
+    co_return text("done " + r.target);
+  });
+  RawClient a(rig.port());
+  RawClient b(rig.port());
+  REQUIRE(a.send(get("/slow")));
+  REQUIRE(b.send(get("/slow")));
+  REQUIRE(eventually([&] { return gate.entered() == 2; }));
+  RawClient probe(rig.port());
+  REQUIRE(probe.send(get("/healthz")));
+  auto live = probe.read();
+  REQUIRE(live);
+  CHECK(live->status == 200);
+  CHECK(live->body == "done /healthz");
+  CHECK(live->header("Connection") == "close");
+  CHECK(probe.closedWithin(2s));
+  RawClient other(rig.port());
+  REQUIRE(other.send(get("/other")));
+  auto refusal = other.read();
+  REQUIRE(refusal);
+  CHECK(refusal->status == 503);
+  CHECK(std::string(errorOf(*refusal).at("reason").as_string()) == "too-many-connections");
+  CHECK(probes == 1);
+  gate.release();
+  CHECK(a.read());
+  CHECK(b.read());
+}
+
+TEST_CASE("HTTP server: a probe target is answered beyond maxInFlight", "[net][http-server]") {
+  asio::io_context io;
+  Gate gate(io);
+  ServerOptions options = quick();
+  options.maxInFlight = 1;
+  options.probeTargets = {"/healthz"};
+  ServerRig rig(io, options, [&](const ServerRequest& r) -> asio::awaitable<ServerResponse> {
+    if (r.target == "/slow") co_await gate.pass();
+    co_return text("done " + r.target);
+  });
+  RawClient busy(rig.port());
+  REQUIRE(busy.send(get("/slow")));
+  REQUIRE(eventually([&] { return gate.entered() == 1; }));
+  RawClient client(rig.port());
+  REQUIRE(client.send(get("/healthz")));
+  auto live = client.read();
+  REQUIRE(live);
+  CHECK(live->status == 200);
+  REQUIRE(client.send(get("/other")));
+  auto refusal = client.read();
+  REQUIRE(refusal);
+  CHECK(refusal->status == 503);
+  CHECK(std::string(errorOf(*refusal).at("reason").as_string()) == "too-many-requests");
+  gate.release();
+  CHECK(busy.read());
+}
+
+TEST_CASE("HTTP server: the header check answers before 100 Continue and before the body",
+          "[net][http-server]") {
+  asio::io_context io;
+  ServerOptions options = quick();
+  options.headerCheck = [](const ServerRequest& r) -> std::optional<ServerResponse> {
+    CHECK(r.body.empty());
+    const std::string* auth = r.header("Authorization");
+    if (auth != nullptr && *auth == "Bearer good") return std::nullopt;
+    return jsonError(401, "NotAuthorizedException", "missing-token", "no");
+  };
+  options.readTimeout = 10s;
+  std::atomic<int> calls{0};
+  ServerRig rig(io, options, [&](const ServerRequest& r) -> asio::awaitable<ServerResponse> {
+    ++calls;
+    co_return text("handled " + r.body);
+  });
+  const std::string head = "PUT /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n";
+  SECTION("Expect: 100-continue: no 100, the answer, and a close") {
+    RawClient client(rig.port());
+    REQUIRE(client.send(head + "Expect: 100-continue\r\n\r\n"));
+    auto reply = client.read();
+    REQUIRE(reply);
+    CHECK(reply->status == 401);
+    CHECK(reply->header("Connection") == "close");
+    CHECK(client.closedWithin(2s));
+    CHECK(calls == 0);
+  }
+  SECTION("a body announced and not sent: the answer comes without it") {
+    RawClient client(rig.port());
+    REQUIRE(client.send(head + "\r\n"));
+    const auto begun = Clock::now();
+    auto reply = client.read();
+    REQUIRE(reply);
+    CHECK(reply->status == 401);
+    CHECK(Clock::now() - begun < 3s);  // not readTimeout's 408
+    CHECK(client.closedWithin(2s));
+    CHECK(calls == 0);
+  }
+  SECTION("no body: the connection stays open") {
+    RawClient client(rig.port());
+    REQUIRE(client.send(get("/x")));
+    auto refusal = client.read();
+    REQUIRE(refusal);
+    CHECK(refusal->status == 401);
+    CHECK(refusal->header("Connection") != "close");
+    CHECK(calls == 0);
+    REQUIRE(client.send(get("/x", "Authorization: Bearer good\r\n")));
+    auto served = client.read();
+    REQUIRE(served);
+    CHECK(served->status == 200);
+  }
+  SECTION("admitted: 100 Continue, then the body, then the handler") {
+    RawClient client(rig.port());
+    REQUIRE(client.send(
+        "PUT /x HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer good\r\nContent-Length: 4\r\n"
+        "Expect: 100-continue\r\n\r\n"));
+    auto proceed = client.read();
+    REQUIRE(proceed);
+    CHECK(proceed->status == 100);
+    REQUIRE(client.send("body"));
+    auto served = client.read();
+    REQUIRE(served);
+    CHECK(served->body == "handled body");
+    CHECK(calls == 1);
+  }
 }
