@@ -86,10 +86,17 @@ class Database {
       io::Uring& uring, const std::filesystem::path& dir, DatabaseOptions options = {});
   ~Database();
 
-  // Appends one record; returns its sequence once it is durable (group commit).
+  // Appends one record; returns its sequence once it is durable (group commit). When the
+  // journal's durable write fails (docs/embedding.md): Errc::io, the record is not in the
+  // journal and cannot come back; Errc::uncertain, it may be durable or not (appendFailure()
+  // gives the range; reopening the database tells). No append succeeds after either until the
+  // database is reopened.
   boost::asio::awaitable<Res<std::uint64_t>> append(ByteView payload) {
     return journal_->append(payload);
   }
+  // Why appends stopped: the failed durable write, the records durable before it and those
+  // unknown (Journal::failure()); nullopt while appends work.
+  const std::optional<JournalFailure>& appendFailure() const { return journal_->failure(); }
   // Publishes a checkpoint of everything acknowledged so far (docs/design.md §6.2).
   boost::asio::awaitable<Res<PublishResult>> checkpoint();
   // Compaction (Publisher::compact): the same cutoff in fewer, larger segments.

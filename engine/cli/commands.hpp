@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 namespace cairn {
 class Journal;
 class ObjectStore;
+struct SequenceRange;
 namespace io {
 class Uring;
 }
@@ -52,6 +54,14 @@ int reportEscaped(const std::exception_ptr& escaped);
 // cannot be written, the command fails (exit 1) and says on stderr how far the records are
 // durable: they are, whatever standard output did.
 int acknowledge(std::uint64_t last, const std::string& text, const JsonObject* json);
+// The failure `e` of `append` or `ingest` (report()), then on stderr how far the records are
+// durable and which may be durable or not (`unknown`, when the journal's failed durable write
+// could not be cut back: e is then Errc::uncertain, exit 4). With `json` also one object on
+// stdout: ok=false, error, key, reason, durable_sequence, unknown ({first, last} or null),
+// `records` (how many this run made durable, for ingest) and `seconds` when given, exit.
+int reportUnacknowledged(bool json, const Error& e, std::uint64_t durable,
+                         const SequenceRange* unknown, std::optional<double> seconds = {},
+                         std::optional<std::uint64_t> records = {});
 
 // Tells the user on stderr what the open of `journal` cut (never silently): the bytes, where,
 // and the file that keeps them.

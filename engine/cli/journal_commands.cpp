@@ -89,6 +89,19 @@ struct AppendOptions {
   bool json = false;
 };
 
+// What stopped `append`: a failed durable write whose records may be durable (unknown) comes
+// first, then what stopped the input, then the journal's own failure (its failed batch's error,
+// not a later append's refusal).
+std::optional<Error> appendFailure(const Res<void>& input, const Res<void>& appended,
+                                   const Journal& journal) {
+  const auto& failed = journal.failure();
+  if (failed && failed->unknown) return failed->error;
+  if (!input) return input.error();
+  if (failed) return failed->error;
+  if (!appended) return appended.error();
+  return std::nullopt;
+}
+
 asio::awaitable<int> runAppend(io::Uring& uring, const AppendOptions& opt) {
   auto opened = co_await Journal::open(uring, opt.dir);
   if (!opened) co_return report(opened.error());
@@ -121,14 +134,9 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendOptions& opt) {
   }
   Res<void> appended = co_await appends.wait();
   setStopAction({});
-  // What stopped the input comes first; the journal's own failure after it.
-  std::optional<Error> failure;
-  if (!input) failure = input.error();
-  if (!appended && !failure) failure = appended.error();
-  if (failure) {
-    int code = report(*failure);
-    std::cerr << "cairn: records up to sequence " << last << " are durable\n";
-    co_return code;
+  if (auto failure = appendFailure(input, appended, journal)) {
+    const auto& unknown = journal.failure() ? journal.failure()->unknown : std::nullopt;
+    co_return reportUnacknowledged(opt.json, *failure, last, unknown ? &*unknown : nullptr);
   }
   JsonObject out;
   out.add("ok", true).add("sequence", last);
@@ -220,6 +228,35 @@ int acknowledge(std::uint64_t last, const std::string& text, const JsonObject* j
                             std::to_string(last) + " are durable in the journal"});
   }
   return 0;
+}
+
+int reportUnacknowledged(bool json, const Error& e, std::uint64_t durable,
+                         const SequenceRange* unknown, std::optional<double> seconds,
+                         std::optional<std::uint64_t> records) {
+  const int code = report(e);
+  std::cerr << "cairn: records up to sequence " << durable << " are durable";
+  if (unknown) {
+    std::cerr << "; records " << unknown->first << " to " << unknown->last
+              << " may be durable or not (the journal's end shows which it holds)";
+  }
+  std::cerr << "\n";
+  if (json) {
+    JsonObject out;
+    out.add("ok", false)
+        .add("error", errcName(e.code))
+        .add("key", e.key)
+        .add("reason", e.message)
+        .add("durable_sequence", durable);
+    if (unknown) {
+      out.add("unknown", JsonObject{}.add("first", unknown->first).add("last", unknown->last));
+    } else {
+      out.addNull("unknown");
+    }
+    if (records) out.add("records", *records);
+    if (seconds) out.add("seconds", *seconds);
+    printJson(out.add("exit", code));
+  }
+  return code;
 }
 
 void noteTornTail(const Journal& journal) {

@@ -577,12 +577,10 @@ asio::awaitable<int> runIngest(io::Uring& uring, const IngestCli& opt) {
   setPhase(std::to_string(outcome.report.checkpoints) + " checkpoints");
   writeMetrics(db, opt.metricsFile);
   if (outcome.failure) {
-    std::cerr << "cairn: records up to sequence " << outcome.report.lastSequence
-              << " are durable in the journal\n";
-    co_return reportJson(opt.json, *outcome.failure, secondsSince(start),
-                         JsonObject{}
-                             .add("last_sequence", outcome.report.lastSequence)
-                             .add("records", outcome.report.records));
+    const auto& unknown = outcome.report.unknown;
+    co_return reportUnacknowledged(opt.json, *outcome.failure, outcome.report.lastSequence,
+                                   unknown ? &*unknown : nullptr, secondsSince(start),
+                                   outcome.report.records);
   }
   std::optional<JsonObject> json;
   std::string text;

@@ -898,40 +898,16 @@ asio::awaitable<void> Journal::writeBatches() {
     Batch batch = std::exchange(s.pending, std::exchange(s.spare, Batch{}));
     s.admitWaiters(options_.maxBatchBytes);
 
-    std::uint64_t at = endOffset();
+    const std::uint64_t at = endOffset();
+    const std::uint64_t first = endSequence() + 1;
     const auto started = std::chrono::steady_clock::now();
-    io::IoResult<void> synced;
-    const std::uint64_t end = at + batch.bytes.size();
-    if (options_.preallocate && end > s.allocatedEnd && end > s.noRoomUntil) {
-      auto room = co_await makeRoom(at, end);
-      if (!room) {
-        synced = Failure<std::error_code>{room.error()};
-      } else if (!*room) {
-        // No space for a room: this batch and those of the next room's worth extend the file
-        // as they would without one (a batch that does not fit fails below, as it did).
-        s.noRoomUntil = end + kJournalRoomBytes;
-      }
-    }
-    // Inside the room, the write runs on to the end of its last page with the zeros that are
-    // there already: a page written whole is not read from the disk first (a room written
-    // directly is not in the page cache; a read per batch cost 50 us, D52).
-    const std::size_t framesBytes = batch.bytes.size();
-    if (end <= s.allocatedEnd) {
-      batch.bytes.resize(framesBytes + (std::min(alignUp(end), s.allocatedEnd) - end), 0);
-    }
-    if (synced) synced = co_await uring_.writeDurable(s.file.fd(), batch.bytes, at);
-    batch.bytes.resize(framesBytes);
-    if (synced) s.allocatedEnd = std::max(s.allocatedEnd, end);
-    if (!synced) {
-      // A failed durable write leaves the page cache's state unknown (as a failed fsync
-      // does): never retry, never acknowledge.
-      s.failed =
-          Error{Errc::io, "journal durable write failed at offset " + std::to_string(at) + ": " +
-                              synced.error().message() + "; reopen the journal to recover"};
-      for (auto* w : batch.waiters) w->complete(Failure<Error>{*s.failed});
+    const BatchWrite wrote = co_await writeBatch(batch.bytes, at);
+    if (!wrote.result) {
+      const SequenceRange records{first, first + batch.ends.size() - 1};
+      const Error error = co_await failBatch(at, records, wrote);
+      for (auto* w : batch.waiters) w->complete(Failure<Error>{error});
       break;
     }
-    std::uint64_t first = endSequence() + 1;
     for (std::uint64_t end : batch.ends) ends_.push_back(at + end);
     noteBatch(batch.ends.size(), batch.bytes.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
@@ -950,6 +926,92 @@ asio::awaitable<void> Journal::writeBatches() {
     s.wakeAllWaiters();
   }
   s.writing = false;
+}
+
+// Makes room when the batch passes the room's end (docs/journal.md, "Room"), then writes the
+// batch's frames durably at `at`.
+asio::awaitable<Journal::BatchWrite> Journal::writeBatch(Bytes& frames, std::uint64_t at) {
+  Impl& s = *impl_;
+  const std::uint64_t end = at + frames.size();
+  if (options_.preallocate && end > s.allocatedEnd && end > s.noRoomUntil) {
+    auto room = co_await makeRoom(at, end);
+    if (!room) co_return BatchWrite{Failure<std::error_code>{room.error()}, false};
+    // No space for a room: this batch and those of the next room's worth extend the file as
+    // they would without one (a batch that does not fit fails, and is cut back: failBatch).
+    if (!*room) s.noRoomUntil = end + kJournalRoomBytes;
+  }
+  // Inside the room, the write runs on to the end of its last page with the zeros that are
+  // there already: a page written whole is not read from the disk first (a room written
+  // directly is not in the page cache; a read per batch cost 50 us, D52).
+  const std::size_t framesBytes = frames.size();
+  if (end <= s.allocatedEnd) {
+    frames.resize(framesBytes + (std::min(alignUp(end), s.allocatedEnd) - end), 0);
+  }
+  BatchWrite wrote{co_await uring_.writeDurable(s.file.fd(), frames, at), true};
+  frames.resize(framesBytes);
+  if (wrote.result) s.allocatedEnd = std::max(s.allocatedEnd, end);
+  co_return wrote;
+}
+
+namespace {
+
+std::string recordsText(const SequenceRange& r) {
+  if (r.first == r.last) return "record " + std::to_string(r.first);
+  return "records " + std::to_string(r.first) + ".." + std::to_string(r.last);
+}
+
+}  // namespace
+
+// A failed durable write leaves the page cache's state unknown (as a failed fsync does): it is
+// never retried, nothing is acknowledged after it, and the journal takes no more appends. What
+// of the batch reached the file (a short write on a full disk: its first frames; a write whose
+// sync failed: all of it) may be durable or not, so the journal makes its own state true: the
+// file is cut back to `at`, the acknowledged end, and the cut made durable; then none of the
+// batch can persist, and its appenders are told it failed (Errc::io). Where the cut fails too,
+// they are told their records are unknown (Errc::uncertain, with the range), never that they
+// failed (docs/decisions.md D55). A batch whose room failed was never written: it failed.
+asio::awaitable<Error> Journal::failBatch(std::uint64_t at, SequenceRange batch,
+                                          const BatchWrite& write) {
+  Impl& s = *impl_;
+  const std::string cause =
+      (write.started
+           ? "journal durable write failed at offset " + std::to_string(at)
+           : "the journal's room for the batch at offset " + std::to_string(at) + " failed") +
+      ": " + write.result.error().message();
+  // Set before the cut's sync: an append that arrives meanwhile is refused, never written.
+  s.failed = Error{Errc::io, cause +
+                                 "; the journal takes no append until it is reopened, and "
+                                 "this record was not written"};
+  const std::string records = recordsText(batch);
+  const std::string durable = "records through sequence " + std::to_string(endSequence()) +
+                              " are durable; reopen the journal to append";
+  failure_ = JournalFailure{Error{Errc::io, cause + "; " + records + " not written; " + durable},
+                            endSequence(), batch, std::nullopt};
+  if (!write.started) co_return failure_->error;
+  auto cut = co_await cutBack(at);
+  if (cut) {
+    failure_->error.message =
+        cause + "; " + records + " cut back off the journal (none of it is durable); " + durable;
+  } else {
+    failure_->unknown = batch;
+    failure_->error = Error{
+        Errc::uncertain, cause + ", and cutting the journal back to offset " + std::to_string(at) +
+                             " failed too: " + cut.error().message() + "; " + records +
+                             " may be durable or not (a reopen shows which "
+                             "the journal holds); " +
+                             durable};
+  }
+  co_return failure_->error;
+}
+
+// Cuts the file back to `at` (the end of the acknowledged frames) and makes the cut durable:
+// whatever of a failed batch reached the file is gone, also after a crash. The room after it
+// goes too (the next writer makes it again), as with a torn tail's cut.
+asio::awaitable<io::IoResult<void>> Journal::cutBack(std::uint64_t at) {
+  Impl& s = *impl_;
+  if (auto cut = s.file.truncate(at); !cut) co_return cut;
+  s.allocatedEnd = at;
+  co_return co_await uring_.fsync(s.file.fd());
 }
 
 // Writes zeros from the file's end (never before `from`, the end of the frames) to the next

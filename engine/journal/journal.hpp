@@ -112,6 +112,27 @@ struct JournalStats {
   double roomSeconds = 0;
 };
 
+// Sequences first..last, both included.
+struct SequenceRange {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  bool operator==(const SequenceRange&) const = default;
+};
+
+// Why a writable journal takes no more appends (Journal::failure()): the durable write of a
+// batch, or the room it waited for, failed (docs/journal.md, "When a durable write fails";
+// docs/decisions.md D55). Every record through `durableThrough` is durable; the failed batch's
+// appenders got `error`; every other append got Errc::io, its record not written.
+struct JournalFailure {
+  Error error;  // Errc::io: none of the batch is in the journal; Errc::uncertain: unknown
+  std::uint64_t durableThrough = 0;  // the last acknowledged sequence
+  SequenceRange batch;               // the failed batch's records
+  // The batch's records when they may be durable or not: its write reached the file, and
+  // cutting the file back to its acknowledged end failed too (a reopen tells which are there).
+  // Absent: none of them is in the journal, nor can come back.
+  std::optional<SequenceRange> unknown;
+};
+
 class Journal {
  public:
   static constexpr const char* kFileName = "journal";
@@ -144,7 +165,13 @@ class Journal {
   Journal& operator=(const Journal&) = delete;
 
   // Appends one record; returns its sequence once it and everything before it are durable.
+  // Errc::io: the record is not in the journal and never will be (its batch's durable write
+  // failed and was cut back off the file, or it was never written). Errc::uncertain: its
+  // batch's durable write failed and could not be cut back: it may be durable or not
+  // (failure() gives the range). Either way the journal takes no more appends until reopened.
   boost::asio::awaitable<Res<std::uint64_t>> append(ByteView payload);
+  // Why the journal stopped taking appends, once a durable write failed (else nullopt).
+  const std::optional<JournalFailure>& failure() const { return failure_; }
 
   // The prefix at `sequence` (its length and SHA-256). The prefix's length is checked against
   // `byteCap` before any byte is read.
@@ -201,6 +228,18 @@ class Journal {
   struct Impl;
   Journal(io::Uring& uring, JournalOptions options);
   boost::asio::awaitable<void> writeBatches();
+  // A batch's durable write at `at` (after its room, when it needs one) and whether any of its
+  // bytes may have reached the file (false: the room failed, the batch was not written).
+  struct BatchWrite {
+    io::IoResult<void> result;
+    bool started = false;
+  };
+  boost::asio::awaitable<BatchWrite> writeBatch(Bytes& frames, std::uint64_t at);
+  // After the batch `batch` at `at` failed: the file cut back to `at`, durably, or the batch
+  // unknown; returns what the batch's appenders get (D55).
+  boost::asio::awaitable<Error> failBatch(std::uint64_t at, SequenceRange batch,
+                                          const BatchWrite& write);
+  boost::asio::awaitable<io::IoResult<void>> cutBack(std::uint64_t at);
   boost::asio::awaitable<io::IoResult<bool>> makeRoom(std::uint64_t from, std::uint64_t need);
   void noteBatch(std::uint64_t records, std::uint64_t bytes, double seconds);
   boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
@@ -247,6 +286,7 @@ class Journal {
   std::optional<PrefixMemo> prefixMemo_;
   std::optional<TornTail> tornTail_;
   std::optional<AcknowledgedPrefix> acknowledged_;
+  std::optional<JournalFailure> failure_;
   std::filesystem::path dir_;
   JournalStats stats_;
 };

@@ -50,7 +50,11 @@ class IngestRun {
     tick_.cancel();
     (void)co_await ticker_.wait();
     Res<void> published = co_await checkpoints_.wait();
+    const std::optional<JournalFailure>& journal = db_.journal().failure();
+    if (journal) report.unknown = journal->unknown;
+    if (journal && journal->unknown) co_return journal->error;  // never called a failure
     if (!input) co_return input.error();
+    if (journal) co_return journal->error;  // the failed batch's, not a later append's refusal
     if (!appended) co_return appended.error();
     if (!published) co_return published.error();
     if (!db_.publisher()) co_return std::nullopt;

@@ -13,6 +13,7 @@
 
 #include "base/bytes.hpp"
 #include "engine/format/error.hpp"
+#include "engine/journal/journal.hpp"
 #include "engine/publish/publisher.hpp"
 
 namespace cairn {
@@ -36,7 +37,10 @@ struct IngestReport {
   std::uint64_t bytes = 0;         // their payload bytes
   std::uint64_t bytesDurable = 0;  // payload bytes of acknowledged appends
   std::uint64_t lastSequence = 0;  // the last acknowledged sequence (durable up to it)
-  std::uint64_t checkpoints = 0;   // selected
+  // Records that may be durable or not: the journal's durable write of their batch failed and
+  // could not be cut back (JournalFailure::unknown; the failure is then Errc::uncertain).
+  std::optional<SequenceRange> unknown;
+  std::uint64_t checkpoints = 0;  // selected
   std::optional<PublishResult> lastPublished;
 };
 
@@ -51,8 +55,11 @@ struct IngestHooks {
 };
 
 struct IngestOutcome {
-  IngestReport report;           // as far as it got: durable up to report.lastSequence
-  std::optional<Error> failure;  // what stopped it (the source, an append, a checkpoint)
+  IngestReport report;  // as far as it got: durable up to report.lastSequence
+  // What stopped it (the source, an append, a checkpoint). A failed durable write of the
+  // journal is the journal's own error (JournalFailure::error): Errc::uncertain when records
+  // of it may be durable (report.unknown), which comes before any other failure.
+  std::optional<Error> failure;
 };
 
 // Runs the job on `db` until the source ends or something fails. A database without a

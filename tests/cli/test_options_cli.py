@@ -298,7 +298,8 @@ def defect_11_json(tmp):
     big = b"first\nsecond\n" + b"x" * (16 * 1024 * 1024 + 1) + b"\n"
     r = run("ingest", db, "--json", stdin=big)
     out = one_json(r) or {}
-    check(r.returncode != 0 and out.get("ok") is False and out.get("last_sequence") == 52,
+    check(r.returncode != 0 and out.get("ok") is False and out.get("durable_sequence") == 52
+          and out.get("records") == 2,
           f"ingest failure object: {r.returncode} {out}")
     # store rm of a key that never existed claims no deletion.
     r = run("store", "rm", store, "never/was/here", "--json")
