@@ -31,7 +31,20 @@ IoResult<DirectoryLock> DirectoryLock::acquire(const std::filesystem::path& dir)
   // it, so that reading commands still work there.
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (file->truncate(0)) (void)file->writeAllAt(asBytes(pid), 0);
-  return DirectoryLock(dir, std::move(*file));
+  return DirectoryLock(dir, std::move(*file), /*shared=*/false);
+}
+
+IoResult<DirectoryLock> DirectoryLock::acquireShared(const std::filesystem::path& dir) {
+  // Read-only: a reader needs no write access, and writes no pid (readers are many).
+  auto file = File::open(lockPath(dir), O_RDONLY);
+  if (!file && file.error() == std::errc::no_such_file_or_directory) {
+    // Never locked before: the file is made as an owner makes it (on a read-only mount this
+    // fails, and the reader is refused rather than left unprotected from a writer elsewhere).
+    file = File::open(lockPath(dir), O_RDWR | O_CREAT, 0644);
+  }
+  if (!file) return fail(file.error());
+  if (::flock(file->fd(), LOCK_SH | LOCK_NB) != 0) return fail(lastErrno());
+  return DirectoryLock(dir, std::move(*file), /*shared=*/true);
 }
 
 std::optional<pid_t> DirectoryLock::holder(const std::filesystem::path& dir) {
@@ -53,6 +66,7 @@ DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
     release();
     dir_ = std::move(other.dir_);
     file_ = std::move(other.file_);
+    shared_ = other.shared_;
   }
   return *this;
 }
@@ -62,8 +76,8 @@ DirectoryLock::~DirectoryLock() { release(); }
 void DirectoryLock::release() noexcept {
   if (!file_.isOpen()) return;
   // Still locked here, so emptying cannot erase a successor's pid. Best effort: the pid is
-  // only a hint, and closing releases the lock regardless.
-  (void)file_.truncate(0);
+  // only a hint, and closing releases the lock regardless. A reader wrote none.
+  if (!shared_) (void)file_.truncate(0);
   (void)file_.close();
 }
 

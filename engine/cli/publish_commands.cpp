@@ -54,8 +54,9 @@ using Clock = std::chrono::steady_clock;
 FaultHook faultHookFromEnvironment() {
   const char* spec = std::getenv("CAIRN_TEST_FAULT");
   if (spec == nullptr || *spec == '\0') return {};
-  // POINT[:N[:SIGNAL]]: SIGNAL is KILL (the default), TERM or INT. A TERM or INT is handled
-  // as one sent from outside (engine/cli/progress.hpp), and the publisher goes on.
+  // POINT[:N[:SIGNAL]]: SIGNAL is KILL (the default), TERM, INT or STOP. A TERM or INT is
+  // handled as one sent from outside (engine/cli/progress.hpp), and the publisher goes on; a
+  // STOP holds the process there until a test sends SIGCONT (to race it deterministically).
   std::string text(spec);
   std::string point = text;
   long target = 1;
@@ -65,7 +66,7 @@ FaultHook faultHookFromEnvironment() {
     target = std::strtol(text.c_str() + colon + 1, nullptr, 10);
     if (auto second = text.find(':', colon + 1); second != std::string::npos) {
       const std::string name = text.substr(second + 1);
-      sig = name == "TERM" ? SIGTERM : name == "INT" ? SIGINT : SIGKILL;
+      sig = name == "TERM" ? SIGTERM : name == "INT" ? SIGINT : name == "STOP" ? SIGSTOP : SIGKILL;
     }
   }
   auto passes = std::make_shared<long>(0);
@@ -410,6 +411,7 @@ asio::awaitable<int> runRecover(io::Uring& uring, const RecoverCli& opt) {
   RecoverRequest request;
   request.storeUrl = opt.store;
   request.writable = opt.writable;
+  request.fault = faultHookFromEnvironment();
   auto ns = parseNamespaceOption(opt.ns);
   if (!ns) co_return reportJson(opt.json, ns.error(), secondsSince(start));
   request.ns = *ns;

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -93,6 +94,19 @@ Res<std::optional<AcknowledgedPrefix>> readAcknowledged(const fs::path& dir,
   return out;
 }
 
+// Why DIR has no journal: an interrupted recovery left its journal unfinished beside (run the
+// recovery again: it removes what the interrupted one left), or there never was one.
+Failure<Error> noJournal(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / kRecoveringFileName, ec)) {
+    return err(Errc::usage, dir.string() + " holds an interrupted recovery (" +
+                                kRecoveringFileName +
+                                ", no journal): run cairn recover again; it removes what the "
+                                "interrupted run left and rebuilds the journal");
+  }
+  return err(Errc::usage, "no journal in " + dir.string() + " (run cairn init)");
+}
+
 // Temporary files of a durable replace (NAME.tmp.PID.N) that a killed process left in the
 // directory: under the lock, none is anyone's. Best effort.
 void removeStaleTemporaries(const fs::path& dir) {
@@ -105,10 +119,18 @@ void removeStaleTemporaries(const fs::path& dir) {
   }
 }
 
-// The directory's lock, or why not: busy (naming the holder), not a database directory, or
-// the file system's error.
-Res<io::DirectoryLock> lockDirectory(const fs::path& dir) {
-  auto lock = io::DirectoryLock::acquire(dir);
+using io::AlignedBuffer;
+// makeRoom() writes its zeros from one buffer of this size.
+constexpr std::size_t kRoomChunkBytes = std::size_t{1} << 20;
+using io::allocateAligned;
+constexpr std::uint64_t kDirectAlign = io::kDirectAlign;
+constexpr std::uint64_t alignDown(std::uint64_t v) { return v & ~(kDirectAlign - 1); }
+constexpr std::uint64_t alignUp(std::uint64_t v) { return alignDown(v + kDirectAlign - 1); }
+
+}  // namespace
+
+Res<io::DirectoryLock> lockDatabaseDirectory(const fs::path& dir, bool shared) {
+  auto lock = shared ? io::DirectoryLock::acquireShared(dir) : io::DirectoryLock::acquire(dir);
   if (lock) return std::move(*lock);
   if (lock.error() == std::errc::resource_unavailable_try_again) {
     auto pid = io::DirectoryLock::holder(dir);
@@ -120,16 +142,6 @@ Res<io::DirectoryLock> lockDirectory(const fs::path& dir) {
   }
   return ioError("cannot lock " + (dir / io::DirectoryLock::kFileName).string(), lock.error());
 }
-
-using io::AlignedBuffer;
-// makeRoom() writes its zeros from one buffer of this size.
-constexpr std::size_t kRoomChunkBytes = std::size_t{1} << 20;
-using io::allocateAligned;
-constexpr std::uint64_t kDirectAlign = io::kDirectAlign;
-constexpr std::uint64_t alignDown(std::uint64_t v) { return v & ~(kDirectAlign - 1); }
-constexpr std::uint64_t alignUp(std::uint64_t v) { return alignDown(v + kDirectAlign - 1); }
-
-}  // namespace
 
 struct Journal::Impl {
   std::optional<io::DirectoryLock> lock;
@@ -221,7 +233,7 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) co_return ioError("cannot create " + dir.string(), ec);
-  auto lock = lockDirectory(dir);
+  auto lock = lockDatabaseDirectory(dir, /*shared=*/false);
   if (!lock) co_return failureOf(lock);
   // Write the header to a temporary name, make it durable, then link it into place: the
   // journal appears whole or not at all, and link() refuses to replace an existing one.
@@ -244,13 +256,24 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
   }
   fs::remove(temp, ec);
   if (auto s = io::syncDirectory(dir); !s) co_return ioError("fsync " + dir.string(), s.error());
-  lock->release();
-  co_return co_await open(uring, dir, options);
+  if (options.fault) options.fault("created");
+  // Opened under the same lock: a journal without the files its creator writes beside it
+  // (the publisher state, the journal-only marker) is never seen by another process.
+  co_return co_await openLocked(uring, std::move(*lock), options);
 }
 
 asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, const fs::path& dir,
                                                              JournalOptions options) {
-  auto j = co_await openUnscanned(uring, dir, options);
+  auto lock = lockDatabaseDirectory(dir, options.readOnly);
+  if (!lock) co_return failureOf(lock);
+  co_return co_await openLocked(uring, std::move(*lock), options);
+}
+
+asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openLocked(io::Uring& uring,
+                                                                   io::DirectoryLock lock,
+                                                                   JournalOptions options) {
+  const fs::path dir = lock.directory();
+  auto j = co_await openUnscannedLocked(uring, std::move(lock), options);
   if (!j) co_return std::move(j);
   Journal& journal = **j;
   // Under the lock: what the publisher state proves acknowledged, before any byte is judged.
@@ -277,17 +300,23 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::open(io::Uring& uring, c
 asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscanned(io::Uring& uring,
                                                                       const fs::path& dir,
                                                                       JournalOptions options) {
+  auto lock = lockDatabaseDirectory(dir, options.readOnly);
+  if (!lock) co_return failureOf(lock);
+  co_return co_await openUnscannedLocked(uring, std::move(*lock), options);
+}
+
+asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openUnscannedLocked(
+    io::Uring& uring, io::DirectoryLock lock, JournalOptions options) {
   if (auto valid = checkOptions(options); !valid) co_return failureOf(valid);
+  // A writer owns the directory; a reader shares it with readers only.
+  assert(lock.held() && (options.readOnly || !lock.shared()));
+  const fs::path dir = lock.directory();
   std::unique_ptr<Journal> j(new Journal(uring, options));
   j->dir_ = dir;
-  auto lock = lockDirectory(dir);
-  if (!lock) co_return failureOf(lock);
-  j->impl_->lock.emplace(std::move(*lock));
+  j->impl_->lock.emplace(std::move(lock));
   auto file = io::File::open(dir / kFileName, (options.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   if (!file) {
-    if (file.error() == std::errc::no_such_file_or_directory) {
-      co_return err(Errc::usage, "no journal in " + dir.string() + " (run cairn init)");
-    }
+    if (file.error() == std::errc::no_such_file_or_directory) co_return noJournal(dir);
     co_return ioError("cannot open " + (dir / kFileName).string(), file.error());
   }
   j->impl_->file = std::move(*file);

@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/bytes.hpp"
@@ -20,6 +22,7 @@
 #include "engine/format/journal_format.hpp"
 #include "engine/format/manifest.hpp"
 #include "io/error.hpp"
+#include "io/lock.hpp"
 
 namespace cairn {
 
@@ -34,7 +37,9 @@ struct JournalOptions {
   // larger value is refused, since the torn-tail rule relies on that bound.
   std::uint64_t maxBatchBytes = kMaxBatchBytes;
   // To read only: a torn tail is found and reported (tornTail()) but not cut, nothing in the
-  // directory is written, and append() is refused. The directory is still locked.
+  // directory is written, and append() is refused. The directory is locked shared: other
+  // readers may read beside it, no writer (which could cut a tail or append) until it closes;
+  // the directory may be on a read-only mount.
   bool readOnly = false;
   // Cut the first damaged frame and everything after it even where no crash explains the
   // damage (the bytes are kept beside the journal first). Never below the prefix the
@@ -67,6 +72,9 @@ struct JournalOptions {
   // page cache and no writeback, 2-3x faster on this disk (docs/decisions.md D52). False:
   // through the page cache (measurements; the fallback where O_DIRECT is refused).
   bool directRoom = true;
+  // Tests only: called at named points of create() ("created": the journal is linked into
+  // place and not yet opened), to show what another process could do there.
+  std::function<void(std::string_view point)> fault;
 };
 
 inline constexpr std::uint64_t kMinDirectReadBytes = std::uint64_t{64} << 10;
@@ -94,6 +102,14 @@ struct TornTail {
 };
 // Files holding bytes cut from a journal are named like this, followed by the offset.
 inline constexpr const char* kTornTailFilePrefix = "journal.torn-";
+// The journal a recovery writes before it puts it in place (engine/ops/recovery.hpp): found
+// without a journal beside it, it is what an interrupted recovery left.
+inline constexpr const char* kRecoveringFileName = "journal.recovering";
+
+// The directory's lock: exclusive for an owner, shared for a reader (io::DirectoryLock). The
+// errors say who holds it (Errc::busy), that DIR is no directory (Errc::usage), or the file
+// system's error (Errc::io).
+Res<io::DirectoryLock> lockDatabaseDirectory(const std::filesystem::path& dir, bool shared);
 
 // What group commit did since the journal was opened (Database::stats(), --metrics-file).
 struct JournalStats {
@@ -137,7 +153,9 @@ class Journal {
  public:
   static constexpr const char* kFileName = "journal";
 
-  // Creates DIR (if needed) and a new journal in it; fails if one exists. Takes the lock.
+  // Creates DIR (if needed) and a new journal in it; fails if one exists. Takes the lock and
+  // keeps it: the journal is opened by the same owner, so no other process comes between its
+  // creation and what its creator writes beside it.
   static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> create(
       io::Uring& uring, const std::filesystem::path& dir, std::u16string_view databaseId,
       JournalOptions options = {});
@@ -227,6 +245,12 @@ class Journal {
  private:
   struct Impl;
   Journal(io::Uring& uring, JournalOptions options);
+  // open() and openUnscanned() of the directory `lock` holds (shared only to read).
+  static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> openLocked(io::Uring& uring,
+                                                                          io::DirectoryLock lock,
+                                                                          JournalOptions options);
+  static boost::asio::awaitable<Res<std::unique_ptr<Journal>>> openUnscannedLocked(
+      io::Uring& uring, io::DirectoryLock lock, JournalOptions options);
   boost::asio::awaitable<void> writeBatches();
   // A batch's durable write at `at` (after its room, when it needs one) and whether any of its
   // bytes may have reached the file (false: the room failed, the batch was not written).

@@ -1,7 +1,11 @@
 #include "engine/ops/recovery.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <vector>
 
 #include "base/sha256.hpp"
@@ -21,6 +25,7 @@
 namespace cairn {
 
 namespace asio = boost::asio;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -56,47 +61,158 @@ asio::awaitable<Res<Chosen>> chooseHead(ObjectStore& store, const Uuid& ns,
   co_return Chosen{std::move(**copy), {}, false};
 }
 
-Failure<Error> ioFail(const std::string& what, const std::filesystem::path& p, std::error_code ec) {
+// The head the request names, if the request may recover it.
+asio::awaitable<Res<Chosen>> chooseRequested(ObjectStore& store, const RecoverRequest& request,
+                                             OperationBudget& budget) {
+  if (request.ns.isNil()) co_return err(Errc::usage, "the namespace must not be the nil UUID");
+  auto chosen = co_await chooseHead(store, request.ns, request.headId, budget);
+  if (!chosen) co_return failureOf(chosen);
+  const Head& head = chosen->head;
+  if (request.writable && !chosen->current) {
+    co_return err(Errc::usage,
+                  "writable recovery continues the namespace from its current head; head " +
+                      toHex(head.id()) + " is not current");
+  }
+  if (head.fields().ns != request.ns) {
+    co_return err(Errc::binding, "head " + toHex(head.id()) + " belongs to another namespace");
+  }
+  co_return chosen;
+}
+
+Failure<Error> ioFail(const std::string& what, const fs::path& p, std::error_code ec) {
   return Failure<Error>{Error{Errc::io, "cannot " + what + " " + p.string() + ": " + ec.message()}};
 }
 
-// Removes the files it names when it goes out of scope, unless disarmed: nothing of a failed
-// recovery stays behind, whichever step failed, before the journal is in place or after.
-// Only the names recovery writes are removed, never anything else found in the directory.
-class RemoveUnlessKept {
+// Files an interrupted recovery may leave beside its unfinished journal, and the most of them
+// the next one removes (more is not what a recovery leaves: the directory is refused).
+constexpr std::size_t kMaxLeftovers = 16;
+
+// What a recovery writes before its journal is in place: the journal itself, the marker or
+// the publisher state, and the temporaries of their durable replaces.
+bool writtenByRecovery(const std::string& name) {
+  auto temporaryOf = [&name](const std::string& file) {
+    return name.rfind(file + ".tmp.", 0) == 0;  // io::durableReplace's FILE.tmp.PID.N
+  };
+  return name == kRecoveringFileName || name == kPublisherStateFile || name == kJournalOnlyFile ||
+         temporaryOf(kPublisherStateFile) || temporaryOf(kJournalOnlyFile);
+}
+
+Failure<Error> notEmpty(const fs::path& dir) {
+  return err(Errc::usage, dir.string() + " is not empty: recovery writes a fresh directory");
+}
+
+// What DIR holds besides its lock file: nothing (or no DIR), or an interrupted recovery (its
+// journal.recovering, no journal, and only names a recovery writes: `leftovers`), or
+// anything else (refused).
+struct Occupancy {
+  bool occupied = false;
+  std::vector<fs::path> leftovers;
+};
+Res<Occupancy> inspect(const fs::path& dir) {
+  Occupancy seen;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return seen;
+  bool recovering = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == io::DirectoryLock::kFileName) continue;
+    if (!writtenByRecovery(name) || seen.leftovers.size() == kMaxLeftovers) {
+      seen.occupied = true;
+      return seen;
+    }
+    recovering = recovering || name == kRecoveringFileName;
+    seen.leftovers.push_back(it->path());
+  }
+  if (ec) return ioFail("list", dir, ec);
+  seen.occupied = !seen.leftovers.empty() && !recovering;
+  return seen;
+}
+
+// Step 2: DIR, created if absent and locked to the end of the recovery (no init, ingest or
+// other recovery can write it meanwhile). Under the lock it must still be fresh; what an
+// interrupted recovery left is removed.
+Res<io::DirectoryLock> claimDirectory(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return ioFail("create", dir, ec);
+  auto lock = lockDatabaseDirectory(dir, /*shared=*/false);
+  if (!lock) return failureOf(lock);
+  auto seen = inspect(dir);
+  if (!seen) return failureOf(seen);
+  if (seen->occupied) return notEmpty(dir);
+  for (const fs::path& leftover : seen->leftovers) {
+    if (!fs::remove(leftover, ec) && ec) return ioFail("remove", leftover, ec);
+  }
+  if (!seen->leftovers.empty()) {
+    if (auto s = io::syncDirectory(dir); !s) return ioFail("fsync", dir, s.error());
+  }
+  return std::move(*lock);
+}
+
+// The files this recovery created, each known by the device and inode it had when it was
+// made: unless kept, exactly those are removed when it goes out of scope (before the lock is
+// released), whichever step failed. A file another process put under the same name is not
+// one of them; the lock file and the directory are never removed.
+class CreatedFiles {
  public:
-  explicit RemoveUnlessKept(std::vector<std::filesystem::path> paths) : paths_(std::move(paths)) {}
-  ~RemoveUnlessKept() {
-    if (!armed_) return;
-    for (const auto& path : paths_) {
-      std::error_code ignored;
-      if (!std::filesystem::is_directory(std::filesystem::symlink_status(path, ignored))) {
-        std::filesystem::remove(path, ignored);
+  CreatedFiles() = default;
+  CreatedFiles(const CreatedFiles&) = delete;
+  CreatedFiles& operator=(const CreatedFiles&) = delete;
+  ~CreatedFiles() {
+    if (kept_) return;
+    for (const Entry& e : entries_) {
+      struct stat now {};
+      if (::lstat(e.path.c_str(), &now) == 0 && now.st_dev == e.dev && now.st_ino == e.ino) {
+        std::error_code ignored;
+        fs::remove(e.path, ignored);
       }
     }
   }
-  RemoveUnlessKept(const RemoveUnlessKept&) = delete;
-  RemoveUnlessKept& operator=(const RemoveUnlessKept&) = delete;
-  void keep() { armed_ = false; }
+  // `path` was just created by this recovery.
+  Res<void> add(const fs::path& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+      return ioFail("stat", path, std::error_code(errno, std::generic_category()));
+    }
+    entries_.push_back(Entry{path, st.st_dev, st.st_ino});
+    return {};
+  }
+  // A created file was renamed.
+  void renamed(const fs::path& from, const fs::path& to) {
+    for (Entry& e : entries_) {
+      if (e.path == from) e.path = to;
+    }
+  }
+  void keep() { kept_ = true; }
 
  private:
-  std::vector<std::filesystem::path> paths_;
-  bool armed_ = true;
+  struct Entry {
+    fs::path path;
+    dev_t dev;
+    ino_t ino;
+  };
+  std::vector<Entry> entries_;  // a handful: the journal and the marker or state
+  bool kept_ = false;
 };
 
-// Step 2: the journal's bytes (the header from the manifest, then each segment's body) into
+// Step 3: the journal's bytes (the header from the manifest, then each segment's body) into
 // `temp`, fsynced; each segment is fetched again and checked again (it could have changed
-// since it was verified). Returns the bytes written and their SHA-256.
+// since it was verified). Returns the bytes written, their SHA-256, and their frames, scanned
+// as they are written.
 struct Written {
   std::uint64_t bytes = 0;
   Digest sha256{};
+  std::uint64_t frames = 0;  // whole, valid frames after the header, ending at `bytes`
 };
 asio::awaitable<Res<Written>> writeJournal(ObjectStore& store, const Uuid& ns, const Manifest& m,
-                                           const std::filesystem::path& temp, EngineLimits& limits,
-                                           OperationBudget& budget, Recovered& out) {
+                                           const fs::path& temp, CreatedFiles& created,
+                                           EngineLimits& limits, OperationBudget& budget,
+                                           Recovered& out) {
   auto file = io::File::open(temp, O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (!file) co_return ioFail("create", temp, file.error());
+  CAIRN_CO_TRY(created.add(temp));
   Sha256 hash;
+  FrameScanner frames(m.journalHeader.size(), 1);
   Written w;
   auto put = [&](ByteView bytes) -> Res<void> {
     if (auto r = file->writeAllAt(bytes, w.bytes); !r) return ioFail("write", temp, r.error());
@@ -114,107 +230,136 @@ asio::awaitable<Res<Written>> writeJournal(ObjectStore& store, const Uuid& ns, c
     if (sha256(object->bytes) != s.objectSha256 || !decodeSegment(object->bytes)) {
       co_return Failure<Error>{Error{Errc::corrupt, key + " changed after it was verified", key}};
     }
-    CAIRN_CO_TRY(put(ByteView(object->bytes).subspan(limits::kSegmentHeaderBytes)));
+    const ByteView body = ByteView(object->bytes).subspan(limits::kSegmentHeaderBytes);
+    if (auto scanned = frames.feed(body); !scanned) {
+      co_return Failure<Error>{Error{Errc::corrupt, key + ": " + scanned.error().message, key}};
+    }
+    CAIRN_CO_TRY(put(body));
     ++out.objects;
   }
   if (auto s = file->syncNow(); !s) co_return ioFail("fsync", temp, s.error());
   if (auto c = file->close(); !c) co_return ioFail("close", temp, c.error());
   w.sha256 = hash.finish();
+  w.frames = frames.atBoundary() && frames.position() == w.bytes ? frames.framesDone() : 0;
   co_return w;
 }
 
-// Step 5: what the directory is now: a continuation of the namespace (the publisher state,
-// with the recovered head expected) or a read copy (the journal-only marker).
-asio::awaitable<Res<void>> markDirectory(io::Uring& uring, const std::filesystem::path& dir,
+// The written journal is exactly the head's prefix: its length and SHA-256, and whole frames
+// that end at the head's cutoff.
+Res<void> checkWritten(const Written& w, const Head& head) {
+  const HeadFields& f = head.fields();
+  if (w.bytes != f.prefixLength || w.sha256 != f.prefixSha256) {
+    return err(Errc::corrupt,
+               "the rebuilt journal differs from head " + toHex(head.id()) + "'s prefix");
+  }
+  if (w.frames != f.prefixSequence) {
+    return err(Errc::corrupt, "the rebuilt journal ends at sequence " + std::to_string(w.frames) +
+                                  ", not " + std::to_string(f.prefixSequence));
+  }
+  return {};
+}
+
+// Step 4: what the directory will be: a continuation of the namespace (the publisher state,
+// with the recovered head expected) or a read copy (the journal-only marker). Written before
+// the journal is in place, so that a journal is never found without it.
+asio::awaitable<Res<void>> markDirectory(io::Uring& uring, const fs::path& dir,
                                          const RecoverRequest& request, const Chosen& chosen,
-                                         const Digest& lineage) {
+                                         const Digest& lineage, CreatedFiles& created) {
   const Head& head = chosen.head;
+  Bytes bytes;
+  fs::path path = dir / kJournalOnlyFile;
   if (!request.writable) {
     const std::string note = "a read copy of head " + toHex(head.id()) + " (cairn recover)\n";
-    auto marked = co_await io::durableReplace(uring, dir / kJournalOnlyFile, asBytes(note));
-    if (!marked) co_return ioFail("write", dir / kJournalOnlyFile, marked.error());
-    co_return Res<void>{};
+    bytes.assign(note.begin(), note.end());
+  } else {
+    PublisherState state;
+    state.storeUrl = request.storeUrl;
+    state.ns = request.ns;
+    state.publisher = head.fields().publisher;
+    state.lineage = lineage;
+    state.expected = ExpectedHead{head, chosen.etag};
+    auto encoded = encodePublisherState(state);
+    if (!encoded) co_return failureOf(encoded);
+    bytes = std::move(*encoded);
+    path = dir / kPublisherStateFile;
   }
-  PublisherState state;
-  state.storeUrl = request.storeUrl;
-  state.ns = request.ns;
-  state.publisher = head.fields().publisher;
-  state.lineage = lineage;
-  state.expected = ExpectedHead{head, chosen.etag};
-  auto bytes = encodePublisherState(state);
-  if (!bytes) co_return failureOf(bytes);
-  auto written = co_await io::durableReplace(uring, dir / kPublisherStateFile, *bytes);
-  if (!written) co_return ioFail("write", dir / kPublisherStateFile, written.error());
-  co_return Res<void>{};
+  auto written = co_await io::durableReplace(uring, path, bytes);
+  if (!written) co_return ioFail("write", path, written.error());
+  co_return created.add(path);
+}
+
+// Step 5: the journal put in place, never over one that is there (another process that
+// ignored the lock): rename without replacing, or link and unlink where the file system has
+// no such rename.
+Res<void> putInPlace(const fs::path& from, const fs::path& to) {
+  int rc = ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE);
+  if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+    rc = ::link(from.c_str(), to.c_str());
+    if (rc == 0) ::unlink(from.c_str());
+  }
+  if (rc == 0) return {};
+  const std::error_code ec(errno, std::generic_category());
+  if (ec == std::errc::file_exists) {
+    return err(Errc::busy, to.string() +
+                               " appeared while the journal was rebuilt; it is left "
+                               "as it is and the rebuilt one removed");
+  }
+  return ioFail("rename", from, ec);
 }
 
 }  // namespace
 
 asio::awaitable<Res<Recovered>> recoverDatabase(io::Uring& uring, ObjectStore& store,
-                                                const std::filesystem::path& dir,
-                                                const RecoverRequest& request, EngineLimits& limits,
-                                                OperationBudget& budget) {
-  std::error_code ec;
-  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec)) {
-    co_return err(Errc::usage, dir.string() + " is not empty: recovery writes a fresh directory");
-  }
-  if (request.ns.isNil()) co_return err(Errc::usage, "the namespace must not be the nil UUID");
+                                                const fs::path& dir, const RecoverRequest& request,
+                                                EngineLimits& limits, OperationBudget& budget) {
+  auto fault = [&](std::string_view point) {
+    if (request.fault) request.fault(point);
+  };
+  // An occupied directory is refused before anything is fetched (and checked again, under
+  // its lock, before anything is written).
+  auto early = inspect(dir);
+  if (!early) co_return failureOf(early);
+  if (early->occupied) co_return notEmpty(dir);
   // The store's recorded form (absolute), and never one that overlaps the directory.
   auto storeUrl = recordedStoreUrl(request.storeUrl, dir);
   if (!storeUrl) co_return err(Errc::usage, storeUrl.error());
-  auto chosen = co_await chooseHead(store, request.ns, request.headId, budget);
+  auto chosen = co_await chooseRequested(store, request, budget);
   if (!chosen) co_return failureOf(chosen);
   const Head& head = chosen->head;
-  if (request.writable && !chosen->current) {
-    co_return err(Errc::usage,
-                  "writable recovery continues the namespace from its current head; head " +
-                      toHex(head.id()) + " is not current");
-  }
-  if (head.fields().ns != request.ns) {
-    co_return err(Errc::binding, "head " + toHex(head.id()) + " belongs to another namespace");
-  }
   // 1. The whole graph, every byte, before anything is written.
   VerifyOptions deep;
   deep.deep = true;
   auto graph = co_await verifyHeadGraph(store, head, nullptr, limits, budget, deep);
   if (!graph) co_return failureOf(graph);
-  // 2. The journal, into a temp file beside the target (removed on any failure).
-  std::filesystem::create_directories(dir, ec);
-  if (ec) co_return ioFail("create", dir, ec);
+  // 2. The directory, locked from here to the end. Declared before `created`, so that what
+  // this run created is removed while the lock is still held.
+  auto lock = claimDirectory(dir);
+  if (!lock) co_return failureOf(lock);
+  fault("claimed");
+  CreatedFiles created;
   const auto target = dir / Journal::kFileName;
-  const auto temp = dir / (std::string(Journal::kFileName) + ".recovering");
-  // Declared before the journal is opened, so that the journal is closed when it removes.
-  RemoveUnlessKept guard({temp, target, dir / io::DirectoryLock::kFileName, dir / kJournalOnlyFile,
-                          dir / kPublisherStateFile});
+  const auto temp = dir / kRecoveringFileName;
   Recovered out;
   out.head = head;
   out.objects = graph->objects;
+  // 3. The journal, beside its place; exactly the head's prefix, or it goes no further.
   auto written =
-      co_await writeJournal(store, request.ns, graph->manifest, temp, limits, budget, out);
+      co_await writeJournal(store, request.ns, graph->manifest, temp, created, limits, budget, out);
   if (!written) co_return failureOf(written);
-  // 3. The written bytes are exactly the head's prefix, or nothing is put in place.
-  if (written->bytes != head.fields().prefixLength ||
-      written->sha256 != head.fields().prefixSha256) {
-    co_return err(Errc::corrupt,
-                  "the rebuilt journal differs from head " + toHex(head.id()) + "'s prefix");
-  }
-  std::filesystem::rename(temp, target, ec);
-  if (ec) co_return ioFail("rename", temp, ec);
-  if (auto s = io::syncDirectory(dir); !s) co_return ioFail("fsync", dir, s.error());
+  CAIRN_CO_TRY(checkWritten(*written, head));
   out.bytes = written->bytes;
-  // 4. It opens as a journal whose end is the head's cutoff.
-  auto journal = co_await Journal::open(uring, dir);
-  if (!journal) co_return failureOf(journal);
-  if ((*journal)->endSequence() != head.fields().prefixSequence) {
-    co_return err(Errc::corrupt, "the rebuilt journal ends at sequence " +
-                                     std::to_string((*journal)->endSequence()) + ", not " +
-                                     std::to_string(head.fields().prefixSequence));
-  }
-  // 5. What the directory is now.
+  fault("written");
+  // 4. What the directory is.
+  const Digest lineage = sha256(graph->manifest.journalHeader);
   RecoverRequest recorded = request;
   recorded.storeUrl = std::move(*storeUrl);
-  CAIRN_CO_TRY(co_await markDirectory(uring, dir, recorded, *chosen, (*journal)->lineage()));
-  guard.keep();
+  CAIRN_CO_TRY(co_await markDirectory(uring, dir, recorded, *chosen, lineage, created));
+  fault("marked");
+  // 5. The journal in place: from here the directory is a recovered one.
+  CAIRN_CO_TRY(putInPlace(temp, target));
+  created.renamed(temp, target);
+  if (auto s = io::syncDirectory(dir); !s) co_return ioFail("fsync", dir, s.error());
+  created.keep();
   co_return out;
 }
 

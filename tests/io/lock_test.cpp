@@ -19,12 +19,13 @@ constexpr int kChildRefused = 0;   // acquire failed with EWOULDBLOCK
 constexpr int kChildAcquired = 1;  // acquire succeeded
 constexpr int kChildOtherError = 2;
 
-// Forks a child that tries to take the lock once and reports the outcome as its exit code.
-int acquireInChild(const std::filesystem::path& dir) {
+// Forks a child that tries to take the lock once (a reader's shared lock when `shared`) and
+// reports the outcome as its exit code.
+int acquireInChild(const std::filesystem::path& dir, bool shared = false) {
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    auto lock = DirectoryLock::acquire(dir);
+    auto lock = shared ? DirectoryLock::acquireShared(dir) : DirectoryLock::acquire(dir);
     if (lock.ok()) ::_exit(kChildAcquired);
     ::_exit(lock.error() == std::errc::resource_unavailable_try_again ? kChildRefused
                                                                       : kChildOtherError);
@@ -103,5 +104,46 @@ TEST_CASE("DirectoryLock: a missing directory and a garbled pid are reported", "
   cairn::io::test::writeWholeFile(dir / DirectoryLock::kFileName, cairn::asBytes("-5\n"));
   CHECK(DirectoryLock::holder(dir.path()) == std::nullopt);
   cairn::io::test::writeWholeFile(dir / DirectoryLock::kFileName, cairn::asBytes("4321\n"));
+  CHECK(DirectoryLock::holder(dir.path()) == std::optional<pid_t>(4321));
+}
+
+TEST_CASE("DirectoryLock: readers share the lock, and exclude an owner as it excludes them",
+          "[io]") {
+  TempDir dir;
+  auto first = DirectoryLock::acquireShared(dir.path());
+  REQUIRE(first.ok());
+  CHECK(first->shared());
+  auto second = DirectoryLock::acquireShared(dir.path());
+  REQUIRE(second.ok());
+  CHECK(acquireInChild(dir.path(), /*shared=*/true) == kChildAcquired);
+  CHECK(acquireInChild(dir.path()) == kChildRefused);
+  auto owner = DirectoryLock::acquire(dir.path());
+  REQUIRE(!owner.ok());
+  CHECK(owner.error() == std::errc::resource_unavailable_try_again);
+  // Readers write no pid (there are many of them, and they may have no write access).
+  CHECK(DirectoryLock::holder(dir.path()) == std::nullopt);
+  first->release();
+  CHECK(!DirectoryLock::acquire(dir.path()).ok());
+  second->release();
+
+  auto writer = DirectoryLock::acquire(dir.path());
+  REQUIRE(writer.ok());
+  CHECK(!writer->shared());
+  auto reader = DirectoryLock::acquireShared(dir.path());
+  REQUIRE(!reader.ok());
+  CHECK(reader.error() == std::errc::resource_unavailable_try_again);
+  CHECK(acquireInChild(dir.path(), /*shared=*/true) == kChildRefused);
+  // A reader's refused attempt leaves the owner's pid in place.
+  CHECK(DirectoryLock::holder(dir.path()) == std::optional<pid_t>(::getpid()));
+}
+
+TEST_CASE("DirectoryLock: a reader opens an existing lock file read-only", "[io]") {
+  TempDir dir;
+  cairn::io::test::writeWholeFile(dir / DirectoryLock::kFileName, cairn::asBytes("4321\n"));
+  auto reader = DirectoryLock::acquireShared(dir.path());
+  REQUIRE(reader.ok());
+  reader->release();
+  // Nothing written, nothing emptied: the file is as it was.
+  CHECK(readWholeFile(dir / DirectoryLock::kFileName) == cairn::Bytes{'4', '3', '2', '1', '\n'});
   CHECK(DirectoryLock::holder(dir.path()) == std::optional<pid_t>(4321));
 }

@@ -17,6 +17,7 @@
 #include "base/sha256.hpp"
 #include "engine/journal/journal.hpp"
 #include "io/file.hpp"
+#include "io/lock.hpp"
 #include "io/uring.hpp"
 #include "tests/io/io_test_support.hpp"
 
@@ -673,6 +674,52 @@ TEST_CASE("journal: a second owner is refused while the first holds the director
   CHECK(second.error().code == Errc::busy);
   j.reset();
   CHECK(f.open().ok());
+}
+
+TEST_CASE("journal: creation is one locked step; no one comes between the journal and its creator",
+          "[journal]") {
+  // Another `init`, or a `status`, trying the directory just after the journal is linked into
+  // place: it must find the directory owned, and the creator must keep it (a creator that
+  // lost it failed "busy" and left a journal without the files written beside it).
+  Fixture f;
+  JournalOptions options = Fixture::framesOnly();
+  std::optional<io::IoResult<io::DirectoryLock>> other;
+  options.fault = [&](std::string_view point) {
+    if (point == "created") other.emplace(io::DirectoryLock::acquire(f.db()));
+  };
+  auto created = runToCompletion(f.context, Journal::create(f.uring, f.db(), u"db", options));
+  REQUIRE(other);
+  CHECK_FALSE(other->ok());
+  REQUIRE(created.ok());
+  CHECK(f.append(**created, "first") == 1);
+}
+
+TEST_CASE("journal: readers share the directory, and no writer comes while one reads",
+          "[journal]") {
+  Fixture f;
+  auto j = f.create();
+  f.append(*j, "r1");
+  j.reset();
+  JournalOptions ro = Fixture::framesOnly();
+  ro.readOnly = true;
+  auto first = f.open(ro);
+  REQUIRE(first.ok());
+  auto second = f.open(ro);  // `status` beside `journal`, or two of them
+  REQUIRE(second.ok());
+  CHECK((*second)->endSequence() == 1);
+  // A writer (which could cut a tail or append under a reader's scan) waits for both.
+  auto writer = f.open();
+  REQUIRE_FALSE(writer.ok());
+  CHECK(writer.error().code == Errc::busy);
+  first->reset();
+  CHECK_FALSE(f.open().ok());
+  second->reset();
+  auto owner = f.open();
+  REQUIRE(owner.ok());
+  // And while the writer owns the directory, a reader is refused.
+  auto reader = f.open(ro);
+  REQUIRE_FALSE(reader.ok());
+  CHECK(reader.error().code == Errc::busy);
 }
 
 TEST_CASE("journal: opened without its frames scanned, its bytes are read and nothing else",

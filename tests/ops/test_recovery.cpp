@@ -1,6 +1,7 @@
 // Recovery (engine/ops/recovery.hpp, docs/operations.md): a journal directory rebuilt from a
 // verified checkpoint in the store: the current head or an exact head id, as a read copy or
-// writable (continuing the namespace); bad requests and damaged graphs leave nothing behind.
+// writable (continuing the namespace); bad requests and damaged graphs leave nothing behind
+// but the lock file; the directory is locked from its check to the end, against any writer.
 // The command line's side of it: tests/cli/test_publish_cli.py.
 #include <catch2/catch.hpp>
 
@@ -18,6 +19,7 @@
 #include "engine/journal/journal.hpp"
 #include "engine/ops/recovery.hpp"
 #include "engine/store/intercept_store.hpp"
+#include "io/lock.hpp"
 #include "tests/io/io_test_support.hpp"
 #include "tests/ops/ops_test_support.hpp"
 
@@ -311,7 +313,7 @@ TEST_CASE("recovery: a damaged graph fails closed, naming the object, and leaves
     CHECK(rec.error().code == Errc::corrupt);
     CHECK(rec.error().key == segment);
     CHECK_THAT(rec.error().message, Catch::Contains("changed after it was verified"));
-    CHECK(test::entriesOf(dir).empty());
+    CHECK(test::entriesOf(dir) == std::set<std::string>{"LOCK"});
   }
   SECTION("a store that fails while the journal is written: no journal is put in place") {
     InterceptStore failing(*p.w.inner,
@@ -326,27 +328,29 @@ TEST_CASE("recovery: a damaged graph fails closed, naming the object, and leaves
     REQUIRE(gets[segment] == 2);
     REQUIRE_FALSE(rec.ok());
     CHECK(rec.error().code == Errc::store);
-    CHECK(test::entriesOf(dir).empty());
+    CHECK(test::entriesOf(dir) == std::set<std::string>{"LOCK"});
   }
 
-  // Failures after the journal is in place (its open, the marker, the state) take it away
-  // again: a directory that holds a journal is a recovered one, and this one is not. What the
-  // test put in the way (a directory) stays; what recovery wrote does not.
-  SECTION("the rebuilt journal cannot be opened: the journal is taken away again") {
+  // What recovery wrote is taken away again when a later step fails; what the test put in
+  // the way stays, and so does the directory's lock file (removing it could let two owners
+  // lock two files).
+  SECTION("a journal that appears meanwhile is never replaced, and stays as it was") {
+    // (Another process that ignores the lock: the rename would have destroyed its journal.)
     InterceptStore blocking(
         *p.w.inner,
         [&](StoreOp op, const std::string& key, ByteView,
             const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
           if (secondGet(op, key)) {
-            std::filesystem::create_directory(dir / "LOCK");
+            io::test::writeWholeFile(dir / Journal::kFileName, asBytes(std::string_view("mine")));
           }
           co_return std::nullopt;
         });
     auto rec = recover(p, dir, request(p), &blocking);
     REQUIRE(gets[segment] == 2);
     REQUIRE_FALSE(rec.ok());
-    CHECK(rec.error().code == Errc::io);
-    CHECK(test::entriesOf(dir) == std::set<std::string>{"LOCK"});
+    CHECK(rec.error().code == Errc::busy);
+    CHECK(test::entriesOf(dir) == std::set<std::string>{Journal::kFileName, "LOCK"});
+    CHECK(io::test::readWholeFile(dir / Journal::kFileName) == Bytes{'m', 'i', 'n', 'e'});
   }
   SECTION("the read-copy marker cannot be written: the journal is taken away again") {
     InterceptStore blocking(
@@ -362,6 +366,115 @@ TEST_CASE("recovery: a damaged graph fails closed, naming the object, and leaves
     REQUIRE(gets[segment] == 2);
     REQUIRE_FALSE(rec.ok());
     CHECK(rec.error().code == Errc::io);
-    CHECK(test::entriesOf(dir) == std::set<std::string>{kJournalOnlyFile});
+    CHECK(test::entriesOf(dir) == std::set<std::string>{kJournalOnlyFile, "LOCK"});
+  }
+}
+
+TEST_CASE("recovery: a database made in the directory while it runs is refused, never replaced",
+          "[ops][recovery]") {
+  Published p(std::nullopt, kRounds);
+  const auto dir = p.w.tmp.path() / "target";
+  const auto segments = test::segmentKeys(p.w, *p.w.inner);
+  const std::string segment = *segments.begin();
+  // While the journal is written (the segment's second GET, after the verification), another
+  // process runs `init DIR` and appends: an acknowledged record must never be lost.
+  bool keepOpen = false;  // like `ingest`: the writer stays open across the recovery's end
+  std::unique_ptr<Database> live;
+  std::optional<Error> refused;
+  std::uint64_t acknowledged = 0;
+  int gets = 0;
+  InterceptStore racing(
+      *p.w.inner,
+      [&](StoreOp op, const std::string& key, ByteView,
+          const std::string&) -> asio::awaitable<std::optional<StoreOutcome>> {
+        if (op != StoreOp::get || key != segment || ++gets != 2) co_return std::nullopt;
+        auto db = co_await Database::create(p.w.uring, dir, u"live", std::nullopt);
+        if (!db) {
+          refused = db.error();
+          co_return std::nullopt;
+        }
+        auto seq = co_await (*db)->append(asBytes(std::string_view("live record")));
+        if (seq) acknowledged = *seq;
+        if (keepOpen) live = std::move(*db);
+        co_return std::nullopt;
+      });
+  SECTION("init and append, then closed") {}
+  SECTION("a writer that stays open (ingest)") { keepOpen = true; }
+  auto rec = recover(p, dir, request(p), &racing);
+  REQUIRE(gets >= 2);
+  if (live) {  // what the writer acknowledges after the recovery must be in DIR's journal too
+    auto more = p.w.run(live->append(asBytes(std::string_view("live record"))));
+    if (more) acknowledged = *more;
+    live.reset();
+  }
+  // Every record the racing writer was told is durable is in the directory's journal.
+  if (acknowledged > 0) {
+    auto journal = p.w.run(Journal::open(p.w.uring, dir));
+    REQUIRE(journal.ok());
+    REQUIRE((*journal)->endSequence() >= acknowledged);
+    auto last = p.w.run((*journal)->record(acknowledged));
+    REQUIRE(last.ok());
+    CHECK(std::string(last->begin(), last->end()) == "live record");
+  }
+  // It was refused: the recovery held the directory from its check to its end.
+  CHECK(acknowledged == 0);
+  REQUIRE(refused);
+  CHECK(refused->code == Errc::busy);
+  REQUIRE(rec.ok());
+  CHECK(test::entriesOf(dir) ==
+        std::set<std::string>{Journal::kFileName, "LOCK", kJournalOnlyFile});
+  CHECK(recordsIn(p, dir, 500) == test::payloadsOf(kRounds));
+}
+
+TEST_CASE("recovery: a directory another process owns is refused before anything is written",
+          "[ops][recovery]") {
+  Published p(std::nullopt, kRounds);
+  const auto dir = p.w.tmp.path() / "target";
+  std::filesystem::create_directories(dir);
+  auto held = io::DirectoryLock::acquire(dir);
+  REQUIRE(held.ok());
+  auto rec = recover(p, dir, request(p));
+  REQUIRE_FALSE(rec.ok());
+  CHECK(rec.error().code == Errc::busy);
+  CHECK(test::entriesOf(dir) == std::set<std::string>{"LOCK"});
+}
+
+TEST_CASE("recovery: what an interrupted recovery left is said, and removed by the next one",
+          "[ops][recovery]") {
+  Published p(std::nullopt, kRounds);
+  const auto dir = p.w.tmp.path() / "target";
+  std::filesystem::create_directories(dir);
+  // A recovery killed after it wrote the state, before its journal was in place.
+  REQUIRE(io::DirectoryLock::acquire(dir).ok());
+  io::test::writeWholeFile(dir / kRecoveringFileName, Bytes(1000, 7));
+  io::test::writeWholeFile(dir / kPublisherStateFile, Bytes(10, 1));
+  io::test::writeWholeFile(dir / (std::string(kJournalOnlyFile) + ".tmp.123.0"), Bytes(3, 1));
+
+  // Every command that opens the directory says what it is.
+  auto opened = p.w.run(Database::open(p.w.uring, dir));
+  REQUIRE_FALSE(opened.ok());
+  CHECK_THAT(opened.error().message, Catch::Contains("interrupted recovery"));
+  CHECK_THAT(opened.error().message, Catch::Contains("cairn recover again"));
+
+  SECTION("the next recovery removes it and rebuilds the journal") {
+    auto rec = recover(p, dir, request(p));
+    REQUIRE(rec.ok());
+    CHECK(test::entriesOf(dir) ==
+          std::set<std::string>{Journal::kFileName, "LOCK", kJournalOnlyFile});
+    CHECK(recordsIn(p, dir, 500) == test::payloadsOf(kRounds));
+  }
+  SECTION("beside anything a recovery does not write, the directory is refused as it is") {
+    io::test::writeWholeFile(dir / "keep", asBytes(std::string_view("mine")));
+    auto rec = recover(p, dir, request(p));
+    REQUIRE_FALSE(rec.ok());
+    CHECK_THAT(rec.error().message, Catch::Contains("not empty"));
+    CHECK(test::entriesOf(dir).size() == 5);
+  }
+  SECTION("a journal is never taken for what an interrupted recovery left") {
+    io::test::writeWholeFile(dir / Journal::kFileName, asBytes(std::string_view("mine")));
+    auto rec = recover(p, dir, request(p));
+    REQUIRE_FALSE(rec.ok());
+    CHECK_THAT(rec.error().message, Catch::Contains("not empty"));
+    CHECK(io::test::readWholeFile(dir / Journal::kFileName) == Bytes{'m', 'i', 'n', 'e'});
   }
 }
