@@ -118,24 +118,32 @@ asio::awaitable<Res<bool>> ensureLakeLog(io::Uring& uring, const std::string& ur
 
 int runLakeCreate(const LakeCreateOptions& o) {
   const auto started = std::chrono::steady_clock::now();
+  // A directory store is recorded absolute, so `cairn serve` finds it from any directory.
+  auto parsedStore = parseStoreUrl(o.store);
+  if (!parsedStore) {
+    return reportJson(o.json, Error{Errc::usage, "--store: " + parsedStore.error()}, 0);
+  }
+  const std::string store =
+      parsedStore->kind == StoreUrl::Kind::directory ? parsedStore->directory.string() : o.store;
   if (auto ok = checkLakeId(o.lake); !ok) return reportJson(o.json, ok.error(), 0);
   if (reservedLakeId(o.lake)) {
     return reportJson(o.json, Error{Errc::usage, "\"" + o.lake + "\" is a word of the routes"}, 0);
   }
-  auto sts = stsOf(o.store, o.stsRole, o.stsEndpoint, o.stsRegion);
+  auto sts = stsOf(store, o.stsRole, o.stsEndpoint, o.stsRegion);
   if (!sts) return reportJson(o.json, sts.error(), 0);
   // The publisher UUID: the file's, or a new one for a new file (kept only if all goes well).
   Uuid publisher = Uuid::random();
   if (auto existing = loadConfig(o.config)) {
     publisher = existing->publisher;
-    if (const LakeEntry* l = existing->lake(o.lake); l && l->store != o.store) {
+    if (const LakeEntry* l = existing->lake(o.lake);
+        l && l->store != store && l->store != o.store) {
       return reportJson(
           o.json,
           Error{Errc::usage, "lake " + o.lake + " is configured with another store: " + l->store},
           secondsSince(started));
     }
     for (const auto& other : existing->lakes) {
-      if (other.id != o.lake && rootsOverlap(other.store, o.store)) {
+      if (other.id != o.lake && rootsOverlap(other.store, store)) {
         return reportJson(o.json,
                           Error{Errc::usage, "lake " + other.id + "'s root (" + other.store +
                                                  ") and this one share or nest: a lake's root "
@@ -148,7 +156,7 @@ int runLakeCreate(const LakeCreateOptions& o) {
   }
   bool created = false;
   const int code = runAsync([&](io::Uring& uring) -> asio::awaitable<int> {
-    auto made = co_await ensureLakeLog(uring, o.store, o.lake, publisher);
+    auto made = co_await ensureLakeLog(uring, store, o.lake, publisher);
     if (!made) co_return reportJson(o.json, made.error(), secondsSince(started));
     created = *made;
     co_return 0;
@@ -161,7 +169,7 @@ int runLakeCreate(const LakeCreateOptions& o) {
           return err(Errc::conflict, o.config + " changed its publisher meanwhile; run it again");
         }
         if (!c.lake(o.lake)) {
-          LakeEntry entry{o.lake, o.store};
+          LakeEntry entry{o.lake, store};
           entry.sts = *sts;
           c.lakes.push_back(std::move(entry));
         } else if (*sts) {
@@ -181,7 +189,7 @@ int runLakeCreate(const LakeCreateOptions& o) {
     printJson(JsonObject{}
                   .add("ok", true)
                   .add("lake", o.lake)
-                  .add("store", o.store)
+                  .add("store", store)
                   .add("lake_log_namespace", lakeLogNamespace(o.lake).text())
                   .add("publisher", publisher.text())
                   .add("sts", static_cast<bool>(*sts))
@@ -189,7 +197,7 @@ int runLakeCreate(const LakeCreateOptions& o) {
                   .add("seconds", secondsSince(started)));
   } else {
     std::printf("lake %s %s in %s (lake log %s)\n", o.lake.c_str(), created ? "created" : "found",
-                o.store.c_str(), lakeLogNamespace(o.lake).text().c_str());
+                store.c_str(), lakeLogNamespace(o.lake).text().c_str());
   }
   return 0;
 }

@@ -223,6 +223,15 @@ def defect_8_store_paths(tmp):
     r = run_in(elsewhere, "status", os.path.join(here, "d"), "--offline", "--json")
     check(os.path.join(here, "s") in r.stdout.decode(),
           f"status does not show the absolute store: {r.stdout!r}")
+    # lake create records a relative directory store absolute too: cairn serve may run anywhere.
+    r = run_in(here, "lake", "create", "--config", "lakes.json", "--store", "lakestore",
+               "--lake", "l1", "--json")
+    check(r.returncode == 0, f"lake create --store lakestore: {r.returncode} {r.stderr!r}")
+    with open(os.path.join(here, "lakes.json"), encoding="utf-8") as f:
+        lakes = json.load(f)
+    stores = [lake.get("store") for lake in lakes.get("lakes", {}).values()]
+    check(stores == [os.path.join(here, "lakestore")],
+          f"lake create recorded {stores}, not the absolute path")
     # file: forms.
     for i, url in enumerate([f"file:{here}/f1", f"file://{here}/f2/", f"file:{here}/x/../f3"]):
         r = run_in(elsewhere, "init", os.path.join(here, f"fd{i}"), "--db-id", "x", "--store", url)
