@@ -48,6 +48,15 @@
  *   MUTANT_NO_ABANDON     a build slower than the reuse age still records its intent
  *   MUTANT_LISTED_AT_AFTER_WALK  listedAt is read after the walk and readHeadCopies (D1)
  *   MUTANT_NO_LEASE       no vacuum lease: with VACUUMS=2, two vacuums run at once (D2)
+ *   MUTANT_NO_FENCE       with STALL: the delayed DELETE deletes whatever version is there (D3)
+ *
+ * STALL: the vacuum process may stop between a DELETE's window check and the store (SIGSTOP,
+ * a descheduled machine), so the DELETE lands after any delay while the clock and the
+ * publisher go on. It is the directory store's case: its DELETE is fenced (removeFenced,
+ * under the store's write lock, which a rewrite takes too): it deletes only the version, the
+ * modification time, that the batch's HEAD saw. Without STALL a DELETE lands within WIN of its
+ * batch's HEADs: S3's case, where nothing is sent after the window and the whole request is
+ * over by its deadline (S3Store::removeFenced).
  */
 
 /* scripts/check-models.sh runs a mutant's LTL check with NO_ASSERTS, so that the formula
@@ -107,6 +116,14 @@
 #define YOUNG(now, m) true
 #else
 #define YOUNG(now, m) ((now) < (m) + REUSE)
+#endif
+
+/* The time a HEAD saw, which a fenced DELETE compares (STALL only: elsewhere it would only
+ * split states). */
+#ifdef STALL
+#define NOTE_HEAD(x) hmt[x] = mt[x]
+#else
+#define NOTE_HEAD(x) skip
 #endif
 
 byte t = 0;                  /* abstract time */
@@ -249,6 +266,7 @@ done:
 proctype Vacuum(byte v) {
   byte listed, due, elig, reach, prot, walked, listedAt, bStart, x, restarts, batches;
   byte lmt[NOBJ];
+  byte hmt[NOBJ];  /* the modification time each eligible object's HEAD saw (its fence) */
 
 acquire_lease:  /* the vacuum lease: a conditional create (If-None-Match: *) */
   atomic {
@@ -325,9 +343,9 @@ batch:  /* confirm the lease, then HEAD each due object again ... */
     :: x < NOBJ ->
        if
 #ifdef MUTANT_NO_HEAD_AGE
-       :: (due & exists & BIT(x)) -> elig = elig | BIT(x)
+       :: (due & exists & BIT(x)) -> elig = elig | BIT(x); NOTE_HEAD(x)
 #else
-       :: (due & exists & BIT(x)) && OLD(t, mt[x]) -> elig = elig | BIT(x)
+       :: (due & exists & BIT(x)) && OLD(t, mt[x]) -> elig = elig | BIT(x); NOTE_HEAD(x)
 #endif
        :: else  /* gone, or young again: a publisher rewrote it */
        fi;
@@ -346,7 +364,7 @@ reread_head:  /* ... then re-read the head: unchanged, or walk again */
     fi;
     x = NOBJ
   };
-deletes:  /* removeWithin: each DELETE within the window of its batch, or not sent */
+deletes:  /* removeFenced: each DELETE within the window of its batch, or not sent */
   do
   :: x == 0 -> break
   :: x > 0 ->  /* head copies first, then the segments */
@@ -357,7 +375,11 @@ deletes:  /* removeWithin: each DELETE within the window of its batch, or not se
 #ifdef MUTANT_NO_WINDOW
        :: due & BIT(x) -> vacuumDelete(x); due = due & ~BIT(x)
 #else
+#ifdef STALL
+       :: (due & BIT(x)) && t <= bStart + WIN -> goto stalled  /* sent: it lands later */
+#else
        :: (due & BIT(x)) && t <= bStart + WIN -> vacuumDelete(x); due = due & ~BIT(x)
+#endif
        :: (due & BIT(x)) && t > bStart + WIN ->
           x = 0;
           if
@@ -368,6 +390,22 @@ deletes:  /* removeWithin: each DELETE within the window of its batch, or not se
        fi
      }
   od;
+#ifdef STALL
+  goto done;
+stalled:  /* removeFenced, after any delay: the clock and the publisher ran meanwhile */
+  atomic {
+#ifdef MUTANT_NO_FENCE
+    vacuumDelete(x);
+#else
+    if
+    :: (exists & BIT(x)) && mt[x] == hmt[x] -> vacuumDelete(x)  /* the version judged: gone */
+    :: else  /* gone, or written again since its HEAD (a later time): kept */
+    fi;
+#endif
+    due = due & ~BIT(x)
+  };
+  goto deletes;
+#endif
 done:  /* the lease given back; the locals forgotten (they would only split states) */
   atomic {
 #ifndef MUTANT_NO_LEASE
@@ -378,7 +416,7 @@ done:  /* the lease given back; the locals forgotten (they would only split stat
     restarts = 0; batches = 0;
     x = 0;
     do
-    :: x < NOBJ -> lmt[x] = 0; x++
+    :: x < NOBJ -> lmt[x] = 0; hmt[x] = 0; x++
     :: else -> break
     od;
     x = 0

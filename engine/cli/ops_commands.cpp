@@ -181,6 +181,33 @@ void printVacuum(const VacuumCli& opt, const VacuumReport& report, double second
   }
 }
 
+// A failed vacuum says what it had deleted before it stopped: with --json in its one object
+// (`deleted`, the counts, and `deleted_objects`: key, class, bytes), else on stderr after the
+// error.
+int reportVacuumFailure(const VacuumCli& opt, Error e, const VacuumReport& sofar, double seconds) {
+  JsonArray keys;
+  std::uint64_t count = 0;
+  for (const auto& v : sofar.unreachable) {
+    if (!v.deleted) continue;
+    keys.add(
+        JsonObject{}.add("key", v.key).add("class", objectClassName(v.cls)).add("bytes", v.size));
+    ++count;
+  }
+  if (!opt.json) {
+    e.message += "; it had deleted " + std::to_string(count) + " objects";
+    return report(e);
+  }
+  printJson(JsonObject{}
+                .add("ok", false)
+                .add("error", errcName(e.code))
+                .add("key", e.key)
+                .add("reason", e.message)
+                .add("deleted", classCounts(sofar.deleted))
+                .add("deleted_objects", std::move(keys))
+                .add("seconds", seconds));
+  return report(e);
+}
+
 asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
   auto start = Clock::now();
   auto target = openNamespace(uring, co_await asio::this_coro::executor, opt.store, opt.ns);
@@ -196,8 +223,9 @@ asio::awaitable<int> runVacuum(io::Uring& uring, const VacuumCli& opt) {
   }
   EngineLimits limits;
   OperationBudget budget;
-  auto r = co_await vacuumNamespace(*store, ns, options, limits, budget);
-  if (!r) co_return reportJson(opt.json, r.error(), secondsSince(start));
+  VacuumReport sofar;
+  auto r = co_await vacuumNamespace(*store, ns, options, limits, budget, &sofar);
+  if (!r) co_return reportVacuumFailure(opt, r.error(), sofar, secondsSince(start));
   printVacuum(opt, *r, secondsSince(start));
   co_return 0;
 }

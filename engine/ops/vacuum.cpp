@@ -36,6 +36,9 @@ std::string_view vacuumVerdictName(VacuumVerdict v) {
 namespace {
 
 constexpr std::uint64_t kMaxRestarts = 5;
+
+// A batch's objects that may be deleted, each with the modification time its HEAD saw.
+using Eligible = std::map<VacuumObject*, std::int64_t>;
 constexpr std::size_t kDeleteBatch = 32;
 
 // Stores keep whole seconds (S3 truncates): the object may be up to a second younger than its
@@ -183,6 +186,16 @@ void keepManifestsOfKeptHeadCopies(std::vector<VacuumObject>& objects, const Hea
     it->second->verdict = VacuumVerdict::young;
     kept.push_back(it->second);
   }
+}
+
+// An object kept after all keeps the manifest it names (a head copy) or its base (a chained
+// manifest): judged later, in a lower rank of deletionOrder or a lower generation.
+void keepWhatItNames(const VacuumObject& v, const HeadCopies& copies,
+                     std::set<std::string>& keptManifests) {
+  auto named = copies.manifestOf.find(v.key);
+  if (named != copies.manifestOf.end()) keptManifests.insert(named->second);
+  auto base = copies.baseOf.find(v.key);
+  if (base != copies.baseOf.end()) keptManifests.insert(base->second);
 }
 
 int deletionOrder(ObjectClass c) {
@@ -343,7 +356,8 @@ class VacuumRun {
       auto again = co_await observeHead(store_, ns_, budget_);
       if (!again) co_return failureOf(again);
       if (!again->present() || again->head->image() != current.image()) co_return true;
-      auto done = co_await deleteBatch(due, next, end, *eligible, batchStart);
+      auto done =
+          co_await deleteBatch(due, next, end, *eligible, batchStart, copies, keptManifests);
       if (!done) co_return failureOf(done);
       if (*done == next) {
         // Not even one DELETE fit in the window after its HEAD: smaller batches, and a store
@@ -377,12 +391,12 @@ class VacuumRun {
     co_return Res<void>{};
   }
 
-  // The HEADs of due[next, end): which of them may still be deleted (rule 2).
-  asio::awaitable<Res<std::set<VacuumObject*>>> headBatch(const std::vector<VacuumObject*>& due,
-                                                          std::size_t next, std::size_t end,
-                                                          const HeadCopies& copies,
-                                                          std::set<std::string>& keptManifests) {
-    std::set<VacuumObject*> eligible;
+  // The HEADs of due[next, end): which of them may still be deleted (rule 2), each with the
+  // modification time its HEAD saw (its DELETE's fence).
+  asio::awaitable<Res<Eligible>> headBatch(const std::vector<VacuumObject*>& due, std::size_t next,
+                                           std::size_t end, const HeadCopies& copies,
+                                           std::set<std::string>& keptManifests) {
+    Eligible eligible;
     for (std::size_t i = next; i < end; ++i) {
       VacuumObject& v = *due[i];
       v.verdict = VacuumVerdict::reclaim;  // judged again by this HEAD
@@ -399,39 +413,51 @@ class VacuumRun {
       } else if (v.cls == ObjectClass::manifest && keptManifests.count(v.key)) {
         v.verdict = VacuumVerdict::young;  // its head copy turned out young
       } else {
-        eligible.insert(&v);
+        eligible[&v] = info->modifiedUnixSeconds;
       }
-      if (v.verdict != VacuumVerdict::reclaim) {
-        auto named = copies.manifestOf.find(v.key);
-        if (named != copies.manifestOf.end()) keptManifests.insert(named->second);
-        auto base = copies.baseOf.find(v.key);  // judged later: a lower generation
-        if (base != copies.baseOf.end()) keptManifests.insert(base->second);
-      }
+      if (v.verdict != VacuumVerdict::reclaim) keepWhatItNames(v, copies, keptManifests);
     }
     co_return eligible;
   }
 
-  // The DELETEs of the eligible in due[next, end), each sent within kVacuumIssueWindow of
-  // the batch's HEADs, one attempt answered within kVacuumDeleteTimeout. Returns how far it got.
+  // The DELETEs of the eligible in due[next, end), each fenced (DeleteFence): not sent later
+  // than kVacuumIssueWindow after the batch's HEADs, answered within kVacuumDeleteDeadline of
+  // them, and (where the store can check it) only of the version its HEAD saw. Returns how far
+  // it got: a DELETE refused after its deadline closes the window (HEADed again next batch).
   asio::awaitable<Res<std::size_t>> deleteBatch(const std::vector<VacuumObject*>& due,
                                                 std::size_t next, std::size_t end,
-                                                const std::set<VacuumObject*>& eligible,
-                                                std::chrono::steady_clock::time_point batchStart) {
+                                                const Eligible& eligible,
+                                                std::chrono::steady_clock::time_point batchStart,
+                                                const HeadCopies& copies,
+                                                std::set<std::string>& keptManifests) {
     std::size_t done = next;
     for (std::size_t i = next; i < end; ++i) {
       if (std::chrono::steady_clock::now() - batchStart > kVacuumIssueWindow) break;
-      done = i + 1;
       VacuumObject& v = *due[i];
-      if (!eligible.count(&v)) continue;
+      auto judged = eligible.find(&v);
+      if (judged == eligible.end()) {
+        done = i + 1;
+        continue;
+      }
       CAIRN_CO_TRY(budget_.reserve(0, 0, 1, v.key));
-      auto removed = co_await store_.removeWithin(v.key, kVacuumDeleteTimeout);
+      const DeleteFence fence{judged->second, batchStart + kVacuumIssueWindow,
+                              batchStart + kVacuumDeleteDeadline};
+      auto removed = co_await store_.removeFenced(v.key, fence);
+      if (!removed && removed.error().status == StoreStatus::preconditionFailed) {
+        if (std::chrono::steady_clock::now() > fence.sendBy) break;  // too late: HEAD it again
+        v.verdict = VacuumVerdict::young;  // written again since its HEAD: a publisher's
+        keepWhatItNames(v, copies, keptManifests);
+        done = i + 1;
+        continue;
+      }
+      done = i + 1;
       if (!removed) {
         // A DELETE with no answer may still land: the lease is then left to expire, so that
         // no other vacuum starts while it could.
         if (removed.error().status == StoreStatus::uncertain) deleteInDoubt_ = true;
         Error e = storeError(removed.error(), v.key).error;
         e.message += "; vacuum stopped (a DELETE must be answered within " +
-                     std::to_string(kVacuumDeleteTimeout.count()) + " ms)";
+                     std::to_string(kVacuumDeleteDeadline.count()) + " ms of its HEAD)";
         co_return Failure<Error>{std::move(e)};
       }
       v.deleted = true;
@@ -456,7 +482,38 @@ class VacuumRun {
 
 namespace {
 
-// Steps 1-5, with the lease already held when deleting (run.holding).
+asio::awaitable<Res<void>> verifyBeforeDeleting(ObjectStore& store, const Head& walked,
+                                                EngineLimits& limits, OperationBudget& budget) {
+  auto verified = co_await verifyHeadGraph(store, walked, nullptr, limits, budget, VerifyOptions{});
+  if (verified) co_return Res<void>{};
+  Error e = verified.error();
+  e.message = "the current head's graph does not verify (" + e.message +
+              "); vacuum deleted nothing: the older revisions are the way back (cairn "
+              "repair-head --to)";
+  co_return Failure<Error>{std::move(e)};
+}
+
+// The head current now, which is not the one walked when vacuum was paused for longer than
+// its lease and another vacuum has since reclaimed that one (rightly: a newer head replaced
+// it). Its graph is what must be whole.
+asio::awaitable<Res<void>> verifyAfterDeleting(ObjectStore& store, const Uuid& ns,
+                                               EngineLimits& limits, OperationBudget& budget) {
+  auto now = co_await observeHead(store, ns, budget);
+  if (!now) co_return failureOf(now);
+  if (!now->present()) {
+    const std::string headKey = keys::currentHead(ns);
+    co_return Failure<Error>{Error{
+        Errc::missing, headKey + ": after vacuum, the namespace has no current head", headKey}};
+  }
+  auto verified =
+      co_await verifyHeadGraph(store, *now->head, nullptr, limits, budget, VerifyOptions{});
+  if (verified) co_return Res<void>{};
+  Error e = verified.error();
+  e.message = "after vacuum, the current head's graph does not verify: " + e.message;
+  co_return Failure<Error>{std::move(e)};
+}
+
+// Steps 1-6, with the lease already held when deleting (run.holding).
 asio::awaitable<Res<VacuumReport>> vacuumSteps(ObjectStore& store, const Uuid& ns,
                                                const VacuumOptions& options, EngineLimits& limits,
                                                OperationBudget& budget, VacuumRun& run) {
@@ -481,7 +538,10 @@ asio::awaitable<Res<VacuumReport>> vacuumSteps(ObjectStore& store, const Uuid& n
                           "(repair it first: cairn repair-head)",
                 headKey}};
     }
-    // 4. Delete what is due, while the head stays the one walked.
+    // 4. The walked head's graph, whole before anything is deleted: with a broken one the
+    // older revisions are the repair point (repair-head --to), and nothing goes.
+    CAIRN_CO_TRY(co_await verifyBeforeDeleting(store, *graph->current, limits, budget));
+    // 5. Delete what is due, while the head stays the one walked.
     auto moved = co_await run.deleteDue(*graph->current, *copies);
     if (!moved) co_return failureOf(moved);
     for (const auto& v : run.report.unreachable) {
@@ -498,14 +558,8 @@ asio::awaitable<Res<VacuumReport>> vacuumSteps(ObjectStore& store, const Uuid& n
       run.report.vanished = 0;
       continue;
     }
-    // 5. The current head's graph, verified again after the deletes.
-    auto verified = co_await verifyHeadGraph(store, *run.report.current, nullptr, limits, budget,
-                                             VerifyOptions{});
-    if (!verified) {
-      Error e = verified.error();
-      e.message = "after vacuum, the current head's graph does not verify: " + e.message;
-      co_return Failure<Error>{std::move(e)};
-    }
+    // 6. The current head's graph, verified again after the deletes.
+    CAIRN_CO_TRY(co_await verifyAfterDeleting(store, ns, limits, budget));
     run.report.verified = true;
     co_return co_await withLeftovers(store, options, std::move(run.report));
   }
@@ -515,13 +569,11 @@ asio::awaitable<Res<VacuumReport>> vacuumSteps(ObjectStore& store, const Uuid& n
 
 asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,
                                                    const VacuumOptions& options,
-                                                   EngineLimits& limits, OperationBudget& budget) {
-  static_assert(kVacuumIssueWindow + kVacuumDeleteTimeout < kRewriteSettle,
-                "a publisher's settle wait must outlast vacuum's DELETE window");
-  static_assert(
-      kVacuumIssueWindow + kVacuumDeleteTimeout < std::chrono::seconds(kVacuumLeaseTermSeconds),
-      "a delete batch must end well within the lease term it was started in");
-  static_assert(kVacuumLeaseRenewWithin + kVacuumIssueWindow + kVacuumDeleteTimeout <
+                                                   EngineLimits& limits, OperationBudget& budget,
+                                                   VacuumReport* sofar) {
+  static_assert(kVacuumDeleteDeadline < std::chrono::seconds(kVacuumLeaseTermSeconds),
+                "a delete batch must end well within the lease term it was started in");
+  static_assert(kVacuumLeaseRenewWithin + kVacuumDeleteDeadline <
                     std::chrono::seconds(kVacuumLeaseTermSeconds),
                 "a batch after the slowest accepted renewal must end within the renewed term");
   CAIRN_CO_TRY(checkVacuumOptions(options, ns));
@@ -532,6 +584,7 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
   if (!lease) co_return failureOf(lease);
   run.holding(*lease);
   auto report = co_await vacuumSteps(store, ns, options, limits, budget, run);
+  if (!report && sofar) *sofar = run.report;  // what it deleted before it stopped
   if (run.deleteInDoubt()) co_return report;  // the lease expires; nothing else may start
   const bool released = co_await releaseVacuumLease(store, *lease, run.now(), budget);
   if (report) report->leaseReleased = released;

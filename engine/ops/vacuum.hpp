@@ -11,10 +11,13 @@
 //     in the listing and in a HEAD issued just before its DELETE; unknown age keeps it. A
 //     publisher relies on an existing object only while it is younger than its reuse age
 //     (CheckpointOptions::reuseMaxAge, grace / 2 at most) and otherwise rewrites it.
-//  3. Window: every DELETE is sent within kVacuumIssueWindow of that HEAD, only after the
-//     current head was re-read unchanged, with one attempt answered within
-//     kVacuumDeleteTimeout (else vacuum stops: uncertain); a publisher that rewrote an object
-//     waits kRewriteSettle, longer than both, before it confirms the object is still there.
+//  3. Window and fence: every DELETE is sent within kVacuumIssueWindow of that HEAD, only
+//     after the current head was re-read unchanged, with one attempt answered within
+//     kVacuumDeleteDeadline of the HEAD (else vacuum stops: uncertain); a publisher that
+//     rewrote an object waits kRewriteSettle, longer than that, before it confirms the object
+//     is still there. Each DELETE is a DeleteFence: however late it arrives, the directory
+//     store deletes only the version the HEAD saw (a rewrite takes the same lock and gives a
+//     later time), and S3 refuses to send it after its window.
 #pragma once
 
 #include <array>
@@ -37,6 +40,16 @@ class ObjectStore;
 
 inline constexpr std::chrono::milliseconds kVacuumIssueWindow{500};
 inline constexpr std::chrono::milliseconds kVacuumDeleteTimeout{1000};
+// From a batch's HEADs to the answer of its last DELETE (DeleteFence::answerBy): a store that
+// cannot fence a DELETE against a rewrite (S3) bounds it by this, and a publisher that rewrote
+// an object waits longer before it confirms the object (kRewriteSettle), which its reuse age
+// in turn outlasts twice (kMinReuseMaxAge).
+inline constexpr std::chrono::milliseconds kVacuumDeleteDeadline =
+    kVacuumIssueWindow + kVacuumDeleteTimeout;
+static_assert(kVacuumDeleteDeadline < kRewriteSettle,
+              "a publisher's settle wait must outlast vacuum's DELETE deadline");
+static_assert(2 * kRewriteSettle <= kMinReuseMaxAge,
+              "a publisher's reuse age must outlast two settle waits");
 inline constexpr std::int64_t kDefaultGraceSeconds = 2 * kMaxReuseMaxAge.count();
 inline constexpr std::uint64_t kDefaultKeepRevisions = 10;
 
@@ -83,16 +96,19 @@ struct VacuumReport {
   std::array<UsageCount, kObjectClasses> deleted{};
   std::uint64_t restarts = 0;  // the head moved while deleting: reachability recomputed
   std::uint64_t vanished = 0;  // gone before vacuum deleted them (another vacuum)
-  bool verified = false;       // with apply: the current head's graph verified afterwards
+  bool verified = false;       // with apply: the current head's graph verified before and after
   bool leaseReleased = false;  // with apply: the vacuum lease removed at the end (else it expires)
   // The store's leftovers (all namespaces'): temporary files of writers that died; with
   // apply, deleted.
   LeftoverUsage leftovers;
 };
 
+// On failure, `sofar` (when given) receives what vacuum had found and done when it stopped:
+// the objects it deleted are marked `deleted` and counted in `deleted`.
 boost::asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uuid& ns,
                                                           const VacuumOptions& options,
                                                           EngineLimits& limits,
-                                                          OperationBudget& budget);
+                                                          OperationBudget& budget,
+                                                          VacuumReport* sofar = nullptr);
 
 }  // namespace cairn

@@ -124,10 +124,9 @@ asio::awaitable<StoreResult<void>> CountingStore::remove(std::string key) {
   co_return std::move(r);
 }
 
-asio::awaitable<StoreResult<void>> CountingStore::removeWithin(std::string key,
-                                                               std::chrono::milliseconds timeout) {
+asio::awaitable<StoreResult<void>> CountingStore::removeFenced(std::string key, DeleteFence fence) {
   if (auto no = refused(StoreOp::remove)) co_return Failure<StoreOutcome>{std::move(*no)};
-  auto r = co_await inner_->removeWithin(std::move(key), timeout);
+  auto r = co_await inner_->removeFenced(std::move(key), fence);
   count(StoreOp::remove, r);
   co_return std::move(r);
 }

@@ -68,8 +68,8 @@ class CountingStore final : public ObjectStore {
   boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key,
                                                            ByteView bytes) override;
   boost::asio::awaitable<StoreResult<void>> remove(std::string key) override;
-  boost::asio::awaitable<StoreResult<void>> removeWithin(
-      std::string key, std::chrono::milliseconds timeout) override;
+  boost::asio::awaitable<StoreResult<void>> removeFenced(std::string key,
+                                                         DeleteFence fence) override;
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
   boost::asio::awaitable<StoreResult<LeftoverUsage>> leftovers(bool reclaim) override;

@@ -321,26 +321,41 @@ asio::awaitable<StoreResult<std::string>> DirectoryStore::create(std::string key
   co_return etagOf(digest);
 }
 
-asio::awaitable<StoreResult<std::string>> DirectoryStore::putIfMatch(std::string key,
-                                                                     ByteView bytes,
-                                                                     std::string etag) {
-  if (!isValidObjectKey(key)) co_return badKey(key);
+// Held while alive: the flock is released when `file` closes, then the mutex.
+struct DirectoryStore::WriteLock {
+  AsyncMutex::Guard guard;
+  io::File file;
+};
+
+asio::awaitable<StoreResult<DirectoryStore::WriteLock>> DirectoryStore::lockWrites(
+    std::optional<std::chrono::steady_clock::time_point> until) {
   // One writer at a time: coroutines of this process queue on the mutex; other processes are
   // excluded by the flock, taken without blocking the thread.
-  auto guard = co_await impl_->casMutex.lock();
+  WriteLock held{co_await impl_->casMutex.lock(), io::File{}};
   auto lockFile = io::File::openBeneath(impl_->root, kLockFile, O_RDWR | O_CREAT, 0644);
   if (!lockFile) co_return ioFailure(StoreStatus::failure, "open lock", lockFile.error());
   asio::steady_timer pause(co_await asio::this_coro::executor);
   for (int attempt = 0;; ++attempt) {
     if (::flock(lockFile->fd(), LOCK_EX | LOCK_NB) == 0) break;
-    if (errno != EWOULDBLOCK || attempt + 1 >= kLockAttempts) {
-      co_return storeFail(StoreStatus::failure,
-                          "cannot take the compare-and-swap lock of " + root_.string());
+    const bool late = until && std::chrono::steady_clock::now() + kLockPause > *until;
+    if (errno != EWOULDBLOCK || attempt + 1 >= kLockAttempts || late) {
+      co_return storeFail(
+          late ? StoreStatus::preconditionFailed : StoreStatus::failure,
+          "cannot take the write lock of " + root_.string() + (late ? " in time" : ""));
     }
     pause.expires_after(kLockPause);
     co_await pause.async_wait(asio::use_awaitable);
   }
-  // The flock is released when lockFile closes, at the end of this scope.
+  held.file = std::move(*lockFile);
+  co_return held;
+}
+
+asio::awaitable<StoreResult<std::string>> DirectoryStore::putIfMatch(std::string key,
+                                                                     ByteView bytes,
+                                                                     std::string etag) {
+  if (!isValidObjectKey(key)) co_return badKey(key);
+  auto lock = co_await lockWrites(std::nullopt);
+  if (!lock) co_return failureOf(lock);
   auto current = co_await get(key, kMaxObjectBytes);
   if (!current) {
     if (current.error().status == StoreStatus::missing) {
@@ -378,8 +393,12 @@ asio::awaitable<StoreResult<std::string>> DirectoryStore::replace(const std::str
   co_return etagOf(bytes);
 }
 
+// Under the write lock: a fenced delete of the key either finished before (the rename then
+// creates the object again) or sees the new modification time and leaves it.
 asio::awaitable<StoreResult<std::string>> DirectoryStore::rewrite(std::string key, ByteView bytes) {
   if (!isValidObjectKey(key)) co_return badKey(key);
+  auto lock = co_await lockWrites(std::nullopt);
+  if (!lock) co_return failureOf(lock);
   co_return co_await replace(key, bytes);
 }
 
@@ -394,6 +413,53 @@ asio::awaitable<StoreResult<void>> DirectoryStore::remove(std::string key) {
   auto existing = regularOrAbsent(*parent, at.name);
   if (!existing) co_return ioFailure(StoreStatus::failure, "delete " + key, existing.error());
   if (!*existing) co_return StoreResult<void>{};
+  if (::unlinkat(parent->fd(), at.name.c_str(), 0) != 0) {
+    auto e = io::lastErrno();
+    if (isAbsence(e)) co_return StoreResult<void>{};
+    co_return ioFailure(StoreStatus::failure, "delete " + key, e);
+  }
+  if (auto s = co_await syncFd(uring_, *parent); !s) {
+    co_return ioFailure(StoreStatus::uncertain, "fsync directory after deleting " + key, s.error());
+  }
+  co_return StoreResult<void>{};
+}
+
+asio::awaitable<StoreResult<void>> DirectoryStore::removeFenced(std::string key,
+                                                                DeleteFence fence) {
+  if (!isValidObjectKey(key)) co_return badKey(key);
+  auto lock = co_await lockWrites(fence.sendBy);
+  if (!lock) co_return failureOf(lock);
+  co_return co_await unlinkIfUnchanged(key, fence);
+}
+
+asio::awaitable<StoreResult<void>> DirectoryStore::unlinkIfUnchanged(const std::string& key,
+                                                                     const DeleteFence& fence) {
+  if (std::chrono::steady_clock::now() > fence.sendBy) {
+    co_return storeFail(StoreStatus::preconditionFailed,
+                        key + " was not deleted: its DELETE came after its deadline");
+  }
+  KeyPath at = splitKey(key);
+  auto parent = io::openDirectoryBeneath(impl_->root, at.parent, /*create=*/false);
+  if (!parent) {
+    if (isAbsence(parent.error())) co_return StoreResult<void>{};
+    co_return ioFailure(StoreStatus::failure, "delete " + key, parent.error());
+  }
+  struct stat st {};
+  if (::fstatat(parent->fd(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) co_return StoreResult<void>{};
+    co_return ioFailure(StoreStatus::failure, "delete " + key, io::lastErrno());
+  }
+  if (!S_ISREG(st.st_mode)) {
+    co_return ioFailure(
+        StoreStatus::failure, "delete " + key,
+        io::fileError(S_ISLNK(st.st_mode) ? io::FileErrc::symbolicLink : io::FileErrc::notRegular));
+  }
+  if (st.st_mtim.tv_sec != fence.modifiedUnixSeconds) {
+    co_return storeFail(StoreStatus::preconditionFailed,
+                        key + " was not deleted: written again since it was judged (modified " +
+                            std::to_string(st.st_mtim.tv_sec) + ", not " +
+                            std::to_string(fence.modifiedUnixSeconds) + ")");
+  }
   if (::unlinkat(parent->fd(), at.name.c_str(), 0) != 0) {
     auto e = io::lastErrno();
     if (isAbsence(e)) co_return StoreResult<void>{};

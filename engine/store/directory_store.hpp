@@ -1,8 +1,9 @@
 // The directory backend (docs/design.md §3.3): objects are files under a root directory.
 //   create-if-absent   write a temp file, fsync, link(2) it to the key (EEXIST: precondition
 //                      failed), fsync the key's directory
-//   compare-and-swap   under an in-process mutex and an flock on ROOT/.lock: read, compare
-//                      the ETag, write temp, fsync, rename over the key, fsync the directory
+//   compare-and-swap   under the write lock (an in-process mutex and an flock on ROOT/.lock):
+//                      read, compare the ETag, write temp, fsync, rename over the key, fsync
+//                      the directory; rewrite and vacuum's fenced delete take the same lock
 //   ETag               "\"<SHA-256 of the content, hex>\"": strong, derived from the content
 // A failure after the link or rename (the directory fsync) is `uncertain`: the object is
 // visible but may not survive a crash.
@@ -15,8 +16,10 @@
 // those of writers that died are counted and reclaimed by leftovers().
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "engine/store/object_store.hpp"
 
@@ -57,6 +60,11 @@ class DirectoryStore final : public ObjectStore {
   boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key,
                                                            ByteView bytes) override;
   boost::asio::awaitable<StoreResult<void>> remove(std::string key) override;
+  // Under the write lock: the key is unlinked only if its modification time is still the
+  // fence's (a rewrite, which takes the same lock, gives it a later one) and sendBy has not
+  // passed; whenever it runs, it never removes an object written after the fence's HEAD.
+  boost::asio::awaitable<StoreResult<void>> removeFenced(std::string key,
+                                                         DeleteFence fence) override;
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
   boost::asio::awaitable<StoreResult<LeftoverUsage>> leftovers(bool reclaim) override;
@@ -71,6 +79,15 @@ class DirectoryStore final : public ObjectStore {
  private:
   struct Impl;
   struct Temp;
+  struct WriteLock;
+  // The store's write lock: the in-process mutex, then the flock on ROOT/.lock (other
+  // processes), tried until `until` (or kLockAttempts pauses). Held by compare-and-swap,
+  // rewrite and a fenced delete, so each sees the others whole.
+  boost::asio::awaitable<StoreResult<WriteLock>> lockWrites(
+      std::optional<std::chrono::steady_clock::time_point> until);
+  // removeFenced's work, under the write lock.
+  boost::asio::awaitable<StoreResult<void>> unlinkIfUnchanged(const std::string& key,
+                                                              const DeleteFence& fence);
   DirectoryStore(io::Uring& uring, std::filesystem::path root);
   boost::asio::awaitable<StoreResult<Temp>> writeTemp(ByteView bytes);
   // Create-if-absent by link(2) of a synced temporary file; the ETag is the digest's.

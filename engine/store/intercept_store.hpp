@@ -77,12 +77,12 @@ class InterceptStore final : public ObjectStore {
     if (auto o = follow(StoreOp::remove, key, r)) co_return Failure<StoreOutcome>{*o};
     co_return r;
   }
-  boost::asio::awaitable<StoreResult<void>> removeWithin(
-      std::string key, std::chrono::milliseconds timeout) override {
+  boost::asio::awaitable<StoreResult<void>> removeFenced(std::string key,
+                                                         DeleteFence fence) override {
     ByteView none;
     std::optional<StoreOutcome> early = co_await intercept(StoreOp::remove, key, none, noEtag_);
     if (early) co_return Failure<StoreOutcome>{*early};
-    auto r = co_await inner_.removeWithin(key, timeout);
+    auto r = co_await inner_.removeFenced(key, fence);
     if (auto o = follow(StoreOp::remove, key, r)) co_return Failure<StoreOutcome>{*o};
     co_return r;
   }

@@ -47,9 +47,12 @@ bool isValidObjectKey(std::string_view key) {
   return true;
 }
 
-boost::asio::awaitable<StoreResult<void>> ObjectStore::removeWithin(std::string key,
-                                                                    std::chrono::milliseconds) {
-  co_return co_await remove(std::move(key));
+boost::asio::awaitable<StoreResult<void>> ObjectStore::removeFenced(std::string key, DeleteFence) {
+  co_return storeFail(StoreStatus::failure,
+                      describe() +
+                          " cannot fence a DELETE against a later rewrite or bound it "
+                          "in time: " +
+                          key + " was not deleted (vacuum needs a directory or S3 store)");
 }
 
 boost::asio::awaitable<StoreResult<StoredObject>> ObjectStore::getInto(std::string key,

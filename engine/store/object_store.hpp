@@ -112,6 +112,22 @@ inline constexpr std::size_t kMaxObjectKeyBytes = 1024;
 inline constexpr std::size_t kMaxKeyComponentBytes = 255;
 inline constexpr int kMaxListPage = 1000;
 
+// What a DELETE of vacuum is conditional on (ObjectStore::removeFenced). A DELETE may be
+// delayed anywhere between vacuum's decision and the store (a stopped process, a descheduled
+// machine): it must then do nothing, not delete an object a publisher has rewritten and
+// selected meanwhile (docs/operations.md, "Vacuum and concurrent publication", rule 2).
+struct DeleteFence {
+  // The modification time the HEAD that judged the object old saw. A store that can check
+  // it atomically with the delete (the directory store, under its write lock, which a rewrite
+  // takes too) deletes only that version: a rewrite gives the object a later time.
+  std::int64_t modifiedUnixSeconds = 0;
+  // Not sent after sendBy; answered by answerBy or uncertain. A store that cannot check the
+  // version (S3) bounds the whole request by these, and a publisher's settle wait outlasts
+  // answerBy (kRewriteSettle, engine/graph/checkpoint.hpp).
+  std::chrono::steady_clock::time_point sendBy;
+  std::chrono::steady_clock::time_point answerBy;
+};
+
 // What a store's transport did (S3: HTTP attempts sent, retried, and those that timed out).
 struct StoreTransportStats {
   std::uint64_t attempts = 0;
@@ -156,11 +172,13 @@ class ObjectStore {
   virtual boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key, ByteView bytes);
   // Deletes; deleting a missing key is ok.
   virtual boost::asio::awaitable<StoreResult<void>> remove(std::string key) = 0;
-  // Deletes with one attempt answered within `timeout` (else uncertain), never retried later:
-  // for vacuum, whose DELETE must take effect within a known time (engine/ops/vacuum.hpp). The
-  // default is remove() (a local store acts before it answers).
-  virtual boost::asio::awaitable<StoreResult<void>> removeWithin(std::string key,
-                                                                 std::chrono::milliseconds timeout);
+  // Vacuum's DELETE (engine/ops/vacuum.hpp, rule 3), which must be harmless however late it
+  // arrives: see DeleteFence. ok: deleted, or already gone. preconditionFailed: not deleted
+  // (the object changed since the HEAD, or sendBy passed first). uncertain: no answer by
+  // answerBy (it may still land). The default refuses (failure): a store that cannot bound
+  // or fence a delete is never vacuumed.
+  virtual boost::asio::awaitable<StoreResult<void>> removeFenced(std::string key,
+                                                                 DeleteFence fence);
   // Keys starting with prefix, in key order, after `continuation` (from a previous page).
   virtual boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix,
                                                              std::string continuation,

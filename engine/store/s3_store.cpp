@@ -55,6 +55,19 @@ struct S3Store::Impl {
   std::vector<std::unique_ptr<net::S3Client>> retired;
   std::string description;
   StoreTransportStats probeTransport;  // the probes' own clients' requests, summed
+  // Vacuum's DELETEs (removeFenced): a client with the batch's deadline, and the requests of
+  // those replaced, summed.
+  std::unique_ptr<net::S3Client> fenced;
+  std::chrono::steady_clock::time_point fencedUntil;
+  StoreTransportStats fencedTransport;
+
+  net::S3Client* fencedClient(std::chrono::steady_clock::time_point answerBy);
+  void addRetired(const net::S3Client& c) {
+    const net::HttpClientStats h = c.httpStats();
+    fencedTransport.attempts += h.requestsSent;
+    fencedTransport.retries += h.retries;
+    fencedTransport.timeouts += h.timeouts;
+  }
 };
 
 S3Store::S3Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -105,6 +118,9 @@ std::string S3Store::describe() const { return impl_->description; }
 
 std::optional<StoreTransportStats> S3Store::transportStats() const {
   StoreTransportStats out = impl_->probeTransport;
+  out.attempts += impl_->fencedTransport.attempts;
+  out.retries += impl_->fencedTransport.retries;
+  out.timeouts += impl_->fencedTransport.timeouts;
   auto add = [&out](const net::S3Client& client) {
     const net::HttpClientStats h = client.httpStats();
     out.attempts += h.requestsSent;
@@ -112,6 +128,7 @@ std::optional<StoreTransportStats> S3Store::transportStats() const {
     out.timeouts += h.timeouts;
   };
   add(*impl_->client);
+  if (impl_->fenced) add(*impl_->fenced);
   for (const auto& retired : impl_->retired) add(*retired);
   return out;
 }
@@ -214,10 +231,32 @@ asio::awaitable<StoreResult<void>> S3Store::remove(std::string key) {
   co_return StoreResult<void>{};
 }
 
-asio::awaitable<StoreResult<void>> S3Store::removeWithin(std::string key,
-                                                         std::chrono::milliseconds timeout) {
+// A client whose every request is over by `answerBy` (S3Config::deadline bounds the pool
+// wait and the connect as well as the exchange): one per deadline, so per delete batch.
+net::S3Client* S3Store::Impl::fencedClient(std::chrono::steady_clock::time_point answerBy) {
+  if (!fenced || fencedUntil != answerBy) {
+    net::S3Config c = client->config();
+    c.deadline = answerBy;
+    auto made = net::S3Client::create(executor, c);
+    if (!made) return nullptr;
+    if (fenced) addRetired(*fenced);
+    fenced = std::move(*made);  // operations still running on the old one keep it alive
+    fencedUntil = answerBy;
+  }
+  return fenced.get();
+}
+
+asio::awaitable<StoreResult<void>> S3Store::removeFenced(std::string key, DeleteFence fence) {
   if (!isValidObjectKey(key)) co_return storeFail(StoreStatus::failure, "invalid key " + key);
-  auto r = co_await impl_->client->removeOnce(key, timeout);
+  const auto now = std::chrono::steady_clock::now();
+  if (now > fence.sendBy) {
+    co_return storeFail(StoreStatus::preconditionFailed,
+                        key + " was not deleted: its DELETE came after its deadline");
+  }
+  net::S3Client* client = impl_->fencedClient(fence.answerBy);
+  if (client == nullptr) co_return storeFail(StoreStatus::failure, "DELETE " + key + ": no client");
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(fence.answerBy - now);
+  auto r = co_await client->removeOnce(key, std::max(left, std::chrono::milliseconds(1)));
   if (!r.ok()) co_return outcomeOf(r);
   co_return StoreResult<void>{};
 }

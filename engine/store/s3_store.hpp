@@ -43,8 +43,11 @@ class S3Store final : public ObjectStore {
   boost::asio::awaitable<StoreResult<std::string>> rewrite(std::string key,
                                                            ByteView bytes) override;
   boost::asio::awaitable<StoreResult<void>> remove(std::string key) override;
-  boost::asio::awaitable<StoreResult<void>> removeWithin(
-      std::string key, std::chrono::milliseconds timeout) override;
+  // S3 cannot delete on a condition that a rewrite (the same bytes, the same ETag) breaks, so
+  // the fence's times bound the request: not sent after sendBy, and over by answerBy (pool
+  // wait, connect and exchange; uncertain after), on a client whose deadline is answerBy.
+  boost::asio::awaitable<StoreResult<void>> removeFenced(std::string key,
+                                                         DeleteFence fence) override;
   boost::asio::awaitable<StoreResult<ListPage>> list(std::string prefix, std::string continuation,
                                                      int maxKeys) override;
   std::string describe() const override;
