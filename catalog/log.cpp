@@ -394,18 +394,19 @@ asio::awaitable<Res<Appended>> appendLog(ObjectStore& store, const LogIdentity& 
       co_return failureOf(put);
     }
     if (put->outcome == SelectOutcome::selected) co_return committed(put->etag);
-    const bool unanswered = put->outcome == SelectOutcome::uncertain;
-    const bool failed = put->outcome == SelectOutcome::failed;
-    if (!everUnanswered && !unanswered && !failed) {
-      // Every send was answered, and this one refused (412, 409, RGW's race 500): nothing of
-      // this append was applied. The caller re-reads the head to rebase.
+    if (put->outcome == SelectOutcome::refused && !everUnanswered) {
+      // 412 to the only send: its precondition did not hold, so nothing of this append was
+      // applied. The caller re-reads the head to rebase.
       co_return lost("the store refused the head: " +
                      std::string(storeStatusName(put->answer.status)));
     }
+    const bool unanswered = put->outcome == SelectOutcome::uncertain;
+    const bool raced = put->outcome == SelectOutcome::lostRace;
     everUnanswered = everUnanswered || unanswered;
-    // Unanswered, or failed (an answer that says nothing was done, or a 2xx without a usable
-    // ETag: applied), or refused after an earlier unanswered send (which may still land): the
-    // head, read back, settles what it can.
+    // Every other answer is settled by reading the head back, and "lost" is said only of what
+    // the head shows: an unanswered send (applied or not, or still on its way), a lost race
+    // (409, RGW's 500: an answer, but no proof that nothing was written), a failure (a 2xx
+    // without a usable ETag was applied), a refusal after an earlier unanswered send.
     auto seen = co_await observeHead(store, id.ns, budget);
     if (!seen || seen->malformed()) {
       co_return unknown("the head could not be read back: " +
@@ -419,13 +420,14 @@ asio::awaitable<Res<Appended>> appendLog(ObjectStore& store, const LogIdentity& 
         co_return unknown("the head PUT went unanswered " + std::to_string(resends + 1) +
                           " times and the head still shows its predecessor");
       }
-      if (failed && !everUnanswered) {
-        // Answered with a failure, and the head unchanged: nothing was selected.
-        co_return storeError(put->answer, keys::currentHead(id.ns));
+      if (everUnanswered) {
+        co_return unknown(
+            "the store refused the head while an earlier, unanswered PUT of it "
+            "may still land");
       }
-      co_return unknown(
-          "the store refused the head while an earlier, unanswered PUT of it may "
-          "still land");
+      // Answered, and the head unchanged: nothing was selected.
+      if (raced) co_return lost("the store answered a lost race; the head is unchanged");
+      co_return storeError(put->answer, keys::currentHead(id.ns));
     }
     if (seen->missing()) co_return unknown("the head is gone");
     const Head& current = *seen->head;

@@ -689,6 +689,29 @@ asio::awaitable<Outcome<bool>> fork(Request& r, const LakeView& lakeView, const 
   co_return false;
 }
 
+// This request's candidates whose appends were judged lost, oldest first, and how many commits
+// the table had when it began. A candidate's metadata file is its own (a fresh name each time):
+// one in the history after all (a lost answer misjudged) is the request's commit, which must
+// not be applied a second time by a rebase.
+struct EarlierCandidates {
+  std::uint64_t since = 0;
+  std::vector<std::shared_ptr<const LoadedMetadata>> lost;
+
+  // The candidate among the commits after `since`, if one is there.
+  std::shared_ptr<const LoadedMetadata> landed(const TableHistory& h) const {
+    for (std::size_t v = std::min<std::size_t>(since, h.versions.size()); v < h.versions.size();
+         ++v) {
+      for (const auto& candidate : lost) {
+        if (h.versions[v].metadataLocation == candidate->location &&
+            h.versions[v].metadataSha256 == candidate->sha256) {
+          return candidate;
+        }
+      }
+    }
+    return nullptr;
+  }
+};
+
 }  // namespace
 
 asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& t,
@@ -706,6 +729,7 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
   // after this one; nothing takes them the other way round).
   const std::string log = "table " + displayName(t) + (r.branch ? "~" + *r.branch : "");
   const std::shared_ptr<void> turn = co_await r.lake.turn(log);
+  EarlierCandidates earlier;
   for (std::uint64_t attempt = 0;; ++attempt) {
     auto view = co_await r.lake.directory(r.budget);
     if (!view) co_return rereadFailed(what, attempt, view.error());
@@ -731,6 +755,10 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
     // The branch's own log, or main's on main; else the table still follows a parent and this
     // commit forks it.
     const bool own = found->state.branch == r.branch;
+    if (attempt == 0) earlier.since = tv.history.commits;
+    if (auto landed = own ? earlier.landed(tv.history) : nullptr) {
+      co_return LoadedTable{t, uuid, std::move(landed), false};
+    }
     if (r.idempotencyKey && own) {
       if (const TableCommit* first = tv.history.commitFor(*r.idempotencyKey)) {
         auto m = co_await r.lake.metadata(*first, r.budget);
@@ -778,6 +806,7 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
         case Appended::Outcome::unknown:
           co_return unknownOutcome(what, appended->detail);
         case Appended::Outcome::lost:
+          earlier.lost.push_back(std::move(meta));
           break;
       }
     }

@@ -7,6 +7,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -144,7 +145,56 @@ struct Waiter {
   bool slot = false;
 };
 
+// The adaptive deadline of small exchanges (net/http_client.hpp, "Deadlines"; D59). Loopback
+// RGW answers a 256-byte GET in 3 ms at the median and 8-9 ms at p99, a conditional PUT in 4.5
+// and 17 ms (docs/stores.md, "Store URLs"): the floor is 50 times that.
+constexpr std::size_t kSmallExchangeBytes = 64 * 1024;
+constexpr std::size_t kLatencyWindow = 128;     // the last answered exchanges kept
+constexpr std::size_t kLatencyMinSamples = 16;  // before them, the ceiling
+constexpr unsigned kLatencyTimeoutFactor = 8;   // times the window's 99th percentile
+constexpr std::chrono::milliseconds kLatencyTimeoutFloor{1000};
+constexpr std::chrono::milliseconds kLatencyTimeoutCeiling{5000};
+
+// The durations of the last kLatencyWindow small exchanges with one endpoint that got a
+// complete response, and the per-attempt timeout they justify: kLatencyTimeoutFactor times
+// their 99th percentile, within kLatencyTimeoutFloor..kLatencyTimeoutCeiling (the ceiling
+// until kLatencyMinSamples were seen). An attempt that timed out is not a sample: what it
+// would have taken is unknown (a retry's longer timeout finds it out, see attemptTimeout).
+class LatencyWindow {
+ public:
+  void add(Clock::duration took) {
+    samples_[seen_ % kLatencyWindow] = took;
+    ++seen_;
+    timeout_ = justified();
+  }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+ private:
+  std::chrono::milliseconds justified() const {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(seen_, kLatencyWindow));
+    if (n < kLatencyMinSamples) return kLatencyTimeoutCeiling;
+    std::array<Clock::duration, kLatencyWindow> sorted = samples_;
+    const std::size_t rank = (99 * n + 99) / 100 - 1;  // the 99th percentile's index
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank),
+                     sorted.begin() + static_cast<std::ptrdiff_t>(n));
+    const auto high = std::chrono::ceil<std::chrono::milliseconds>(sorted[rank]);
+    return std::clamp(high * kLatencyTimeoutFactor, kLatencyTimeoutFloor, kLatencyTimeoutCeiling);
+  }
+
+  std::array<Clock::duration, kLatencyWindow> samples_{};
+  std::uint64_t seen_ = 0;
+  std::chrono::milliseconds timeout_ = kLatencyTimeoutCeiling;
+};
+
+// Whether an exchange is small enough for the adaptive deadline: its time is the store's
+// latency, not a transfer's.
+bool isSmallExchange(const HttpRequest& request) {
+  return request.body.size() <= kSmallExchangeBytes &&
+         request.maxResponseBody <= kSmallExchangeBytes;
+}
+
 struct Pool {
+  LatencyWindow latency;                          // of small exchanges with this endpoint
   std::vector<std::unique_ptr<Connection>> idle;  // most recently used last
   std::size_t open = 0;                           // idle + in use + connecting
   std::deque<Waiter*> waiters;                    // FIFO, at most kMaxWaitersPerEndpoint
@@ -305,7 +355,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
                                      ": the time bound passed before it "
                                      "was sent"));
       }
-      Attempt a = co_await once(endpoint, request, storage, deadline);
+      Attempt a = co_await once(endpoint, request, storage, deadline, attempt);
       const unsigned attempts = request.maxAttempts != 0
                                     ? std::min(request.maxAttempts, options.maxAttempts)
                                     : options.maxAttempts;
@@ -369,18 +419,43 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
   // ---- one attempt ------------------------------------------------------------------------
 
   asio::awaitable<Attempt> once(const Endpoint& endpoint, const HttpRequest& request,
-                                Bytes& storage, Clock::time_point deadline) {
+                                Bytes& storage, Clock::time_point deadline, unsigned attempt) {
     const std::string key = poolKey(endpoint);
     Attempt acquired{fail(HttpError{}), false};
     std::unique_ptr<Connection> connection = co_await acquire(endpoint, key, acquired, deadline);
     if (!connection) co_return acquired;
     Lease lease{shared_from_this(), key, std::move(connection)};
+    Pool& pool = pools[key];  // a std::map: the reference stays valid across suspensions
+    const bool small = isSmallExchange(request);
+    const auto timeout = within(attemptTimeout(request, small, pool.latency, attempt), deadline);
+    const Clock::time_point sent = Clock::now();
+    Attempt a{fail(HttpError{}), false};
     // (No co_await inside ?: -- GCC 12 destroys such temporaries twice.)
     Connection& c = *lease.connection;
     if (c.tls) {
-      co_return co_await exchange(*c.tls, c, endpoint, request, storage, lease.reusable, deadline);
+      a = co_await exchange(*c.tls, c, endpoint, request, storage, lease.reusable, timeout);
+    } else {
+      a = co_await exchange(*c.tcp, c, endpoint, request, storage, lease.reusable, timeout);
     }
-    co_return co_await exchange(*c.tcp, c, endpoint, request, storage, lease.reusable, deadline);
+    if (small && a.result.ok()) pool.latency.add(Clock::now() - sent);
+    co_return a;
+  }
+
+  // The request's own timeout, else the client's.
+  std::chrono::milliseconds configuredTimeout(const HttpRequest& request) const {
+    return request.timeout.count() > 0 ? std::min(request.timeout, options.requestTimeout)
+                                       : options.requestTimeout;
+  }
+
+  // An attempt's exchange timeout: the configured one; for a small exchange the window's
+  // adaptive deadline within it, doubled for each attempt after the first (a store slower than
+  // the window said is still heard from, within the configured timeout).
+  std::chrono::milliseconds attemptTimeout(const HttpRequest& request, bool small,
+                                           const LatencyWindow& latency, unsigned attempt) const {
+    const std::chrono::milliseconds configured = configuredTimeout(request);
+    if (!small) return configured;
+    const unsigned doublings = std::min(attempt - 1, kMaxAttemptsLimit);
+    return std::min(configured, latency.timeout() * (std::int64_t{1} << doublings));
   }
 
   // Hands the connection back when the attempt ends, however it ends.
@@ -410,17 +485,15 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     return m;
   }
 
-  // Write the request, read the response; all under one deadline (requestTimeout).
+  // Write the request, read the response; all under one timeout (attemptTimeout's, within the
+  // request's deadline).
   template <class Stream>
   asio::awaitable<Attempt> exchange(Stream& stream, Connection& c, const Endpoint& endpoint,
                                     const HttpRequest& request, Bytes& storage, bool& reusable,
-                                    Clock::time_point deadline) {
+                                    std::chrono::milliseconds timeout) {
     const std::string what = request.method + " " + std::string(targetPath(request.target));
     auto outgoing = message(endpoint, request);
-    c.lowest().expires_after(within(request.timeout.count() > 0
-                                        ? std::min(request.timeout, options.requestTimeout)
-                                        : options.requestTimeout,
-                                    deadline));
+    c.lowest().expires_after(timeout);
     ++stats.requestsSent;
     auto [writeError, written] = co_await http::async_write(stream, outgoing, kNoThrow);
     (void)written;

@@ -21,6 +21,15 @@
 // nothing was sent. Uncertain failures and responses 429/500/502/503/504 are retried only for
 // requests marked idempotent by the caller. The last outcome is returned.
 //
+// Deadlines. Each attempt's exchange (write the request, read the response) ends by its
+// timeout: the request's, else requestTimeout. A small exchange (a request body and a response
+// body limit both within 64 KiB: a head, a manifest, a catalog record) ends sooner: by 8 times
+// the 99th percentile of the last 128 small exchanges with its endpoint that were answered,
+// within 1..5 s (5 s until 16 were seen), doubled for each retry, and never after the
+// configured timeout (the constants in http_client.cpp; docs/decisions.md D59). A lost answer
+// then costs what the store's observed latency justifies, not requestTimeout: a read is sent
+// again, and a write comes back uncertain, for its caller to settle by reading.
+//
 // Threading. Not thread-safe: call it only from coroutines running on the executor given at
 // construction (a strand makes a multi-threaded io_context safe). The client may be destroyed
 // while requests are in flight; its state lives until the last of them finishes. Request

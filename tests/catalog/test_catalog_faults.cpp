@@ -270,6 +270,40 @@ TEST_CASE("catalog faults: every store fault gives a proven answer", "[catalog][
     CHECK(c.revision() == 2);  // no second commit
     CHECK(c.plan.headPuts() == 1);
   }
+  // A commit that a rebase cannot apply again on the state it made: a schema whose requirement
+  // its own result breaks. Rebased after its first candidate landed, it is answered 409 (a
+  // commit in the history refused); an update that applies again would be published twice.
+  const std::string addSchema =
+      R"({"requirements":[{"type":"assert-last-assigned-field-id","last-assigned-field-id":1}],)"
+      R"("updates":[{"action":"add-schema","schema":{"type":"struct","schema-id":1,"fields":[)"
+      R"({"id":1,"name":"a","type":"int","required":false},)"
+      R"({"id":2,"name":"b","type":"string","required":false}]}},)"
+      R"({"action":"set-current-schema","schema-id":-1}]})";
+  SECTION("the PUT applied, answered as a lost race (RGW's 500): read back, 200, once") {
+    // A lost race is an answer, not proof that nothing was written: the head is read back.
+    ProxyAction raced = Plan::answer(500, "UnknownError");
+    raced.kind = Kind::replaceResponse;
+    c.plan.set({raced});
+    HttpReply r = c.rig->call("POST", c.table, addSchema);
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(c.plan.headPuts() == 1);
+    CHECK(c.load().at("metadata").at("last-column-id").as_int64() == 2);
+    CHECK(c.revision() == 2);
+  }
+  SECTION("the PUT applied, answered 412: the rebase finds its own candidate, 200, once") {
+    // No store answers 412 for a write it applied; were one to, the rebase, which reads the
+    // history again, finds this request's candidate there and answers with it.
+    ProxyAction refused = Plan::answer(412, "PreconditionFailed");
+    refused.kind = Kind::replaceResponse;
+    c.plan.set({refused});
+    HttpReply r = c.rig->call("POST", c.table, addSchema);
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(c.plan.headPuts() == 1);
+    CHECK(c.load().at("metadata").at("last-column-id").as_int64() == 2);
+    CHECK(c.revision() == 2);
+  }
   SECTION("a requirement that fails against the state read: 409, and nothing is sent") {
     c.plan.set({});
     HttpReply r = c.commit("k-req", "never",

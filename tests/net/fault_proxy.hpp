@@ -1,8 +1,11 @@
 // A small HTTP/1.1 proxy for tests, between cairn's S3 client and a real S3 server (RGW), that
 // misbehaves on purpose: per request, a rule decides to forward it, forward it and drop the
 // response (the server applied it; the client never hears), reset the connection before
-// forwarding, delay before forwarding (past the client's timeout: the request lands late),
-// answer in the server's place (500, 503, 409, 412, ...), or forward and truncate the body.
+// forwarding, forward it and answer something else in the server's place, forward it and
+// withhold the response (applied; the connection stays open and
+// silent, as when an answer is lost on the way: the client hears nothing until its own timeout),
+// delay before forwarding (past the client's timeout: the request lands late), answer in the
+// server's place (500, 503, 409, 412, ...), or forward and truncate the body.
 // Requests pass byte-identical (headers included), so SigV4 signatures stay valid.
 #pragma once
 
@@ -31,8 +34,12 @@ struct ProxyAction {
   enum class Kind {
     forward,             // pass it on and pass the answer back
     dropResponse,        // pass it on, then close the client's connection without an answer
+    withholdResponse,    // pass it on, then keep the client's connection open and silent until
+                         // the client closes it (the answer lost: only a timeout tells)
     resetBeforeForward,  // close the client's connection; the server never sees the request
     answer,              // write `reply` (raw bytes) instead of forwarding
+    replaceResponse,     // pass it on (the server applies it), then write `reply` instead of
+                         // its answer (e.g. a lost race, or 412, for a write that was applied)
     truncateBody,        // pass it on, send the answer's head and half its body, then close
   };
   Kind kind = Kind::forward;
@@ -127,6 +134,14 @@ class FaultProxy {
       auto [sec, sn] = co_await http::async_read(server, fromServer, parser, tuple);
       if (sec) break;
       if (action.kind == ProxyAction::Kind::dropResponse) break;
+      if (action.kind == ProxyAction::Kind::replaceResponse) {
+        co_await asio::async_write(client, asio::buffer(action.reply), tuple);
+        break;
+      }
+      if (action.kind == ProxyAction::Kind::withholdResponse) {
+        co_await silentUntilClosed(client, fromClient);
+        break;
+      }
       auto response = parser.release();
       if (action.kind == ProxyAction::Kind::truncateBody) {
         std::string body = response.body();
@@ -147,6 +162,21 @@ class FaultProxy {
     client.close(ignored);
     server.close(ignored);
   }
+
+  // Reads (and ignores) what the client sends until it closes the connection: an open,
+  // silent connection, bounded by the client's own timeout.
+  static boost::asio::awaitable<void> silentUntilClosed(proxy_detail::tcp::socket& client,
+                                                        boost::beast::flat_buffer& buffer) {
+    using namespace proxy_detail;
+    for (;;) {
+      buffer.consume(buffer.size());
+      auto [ec, n] = co_await client.async_read_some(buffer.prepare(kSilentReadBytes),
+                                                     asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return;
+      buffer.commit(n);
+    }
+  }
+  static constexpr std::size_t kSilentReadBytes = 4096;
 
   std::shared_ptr<State> state_;
   std::uint16_t port_ = 0;

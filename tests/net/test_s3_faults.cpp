@@ -7,6 +7,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <catch2/catch.hpp>
+#include <set>
 #include <thread>
 
 #include "engine/store/s3_store.hpp"
@@ -601,6 +602,55 @@ TEST_CASE("S3 timeouts and refused connections", "[net][s3fault]") {
     CHECK(r.outcome.message.find("connecting") != std::string::npos);
     checkNoSecrets(r.outcome);
   }
+}
+
+TEST_CASE("S3 small requests: a lost answer costs what the observed latency justifies",
+          "[net][s3fault]") {
+  // Answers come at once, except for the requests numbered in `withheld` (from 1): those are
+  // held past every timeout, as an answer lost on the way (the connection open and silent).
+  std::set<int> withheld;
+  int seen = 0;
+  Rig rig(
+      [&](const FakeRequest& r) {
+        const bool silent = withheld.contains(++seen);
+        return FakeReply{okWithEtag("\"e\"", r.method == "GET" ? "data" : ""), silent ? 30s : 0ms};
+      },
+      [](S3Config& c) {
+        c.requestTimeout = 4000ms;  // timeout_ms: what a lost answer cost before
+        c.maxAttempts = 2;
+      });
+  constexpr std::size_t kHeadBytes = 256;  // a small read: a head
+  for (int i = 0; i < 32; ++i) REQUIRE(rig.run(rig.client.get("k", kHeadBytes)).outcome.ok());
+  using Clock = std::chrono::steady_clock;
+
+  // A conditional PUT whose answer is lost: uncertain after the adaptive deadline (loopback
+  // answers in about a millisecond: the floor), not after timeout_ms; never sent twice.
+  withheld = {seen + 1};
+  auto start = Clock::now();
+  auto put = rig.put("k", "v", PutCondition::ifMatch, "\"e\"");
+  const auto putTook = Clock::now() - start;
+  CHECK(put.outcome.status == S3Status::uncertain);
+  CHECK(put.outcome.message.find("timed out") != std::string::npos);
+  CHECK(putTook < 2500ms);
+  CHECK(rig.requests() == 33);
+
+  // A small read whose first answer is lost: sent again after the adaptive deadline, answered.
+  withheld = {seen + 1};
+  start = Clock::now();
+  auto got = rig.run(rig.client.get("k", kHeadBytes));
+  const auto getTook = Clock::now() - start;
+  CHECK(got.outcome.ok());
+  CHECK(getTook < 3500ms);
+  CHECK(rig.requests() == 35);
+
+  // A large read is a transfer: its attempt keeps timeout_ms.
+  withheld = {seen + 1};
+  start = Clock::now();
+  auto large = rig.get("k", 1 << 20);
+  const auto largeTook = Clock::now() - start;
+  CHECK(large.outcome.ok());
+  CHECK(largeTook >= 4000ms);
+  CHECK(rig.requests() == 37);
 }
 
 TEST_CASE("HTTP keep-alive: connections are reused, bounded, and checked before reuse",

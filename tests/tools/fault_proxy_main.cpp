@@ -2,10 +2,14 @@
 // (tests/cli/test_catalog_soak.py) that puts it between `cairn serve` and RGW. Each request is
 // forwarded, or with probability --rate meets one of the faults chosen uniformly from --faults:
 //   drop   forwarded, the answer dropped (the store applied it; the client never hears)
+//   withhold  forwarded, the answer never comes and the connection stays open (the store
+//          applied it; the client hears nothing until its own timeout)
 //   reset  the connection closed before forwarding (the store never sees it)
 //   delay  forwarded after --delay-ms (past the client's timeout: the request lands late)
 //   500    answered 500 InternalError in the store's place
 //   503    answered 503 SlowDown in the store's place
+// With --target-contains TEXT, only requests whose target holds TEXT may meet a fault (e.g.
+// "current.head": the heads' reads and compare-and-swaps).
 // With --storm-every S, for the first --storm-seconds of every S seconds the rate is
 // --storm-rate instead (a store in trouble for a while: reads back fail too, and a commit's
 // outcome can stay unknown).
@@ -20,6 +24,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/net/fault_proxy.hpp"
@@ -39,13 +44,14 @@ struct Options {
   double stormSeconds = 0;
   double stormRate = 0.5;
   std::vector<std::string> faults{"drop", "reset", "delay", "500", "503"};
+  std::string targetContains;  // empty: every request may meet a fault
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "cairn_fault_proxy: " << why
             << "\nusage: cairn_fault_proxy --upstream HOST:PORT [--seed N] [--rate P] "
-               "[--delay-ms MS] [--faults drop,reset,delay,500,503] [--storm-every S "
-               "--storm-seconds S --storm-rate P]\n";
+               "[--delay-ms MS] [--faults drop,withhold,reset,delay,500,503] [--storm-every S "
+               "--storm-seconds S --storm-rate P] [--target-contains TEXT]\n";
   std::exit(2);
 }
 
@@ -84,11 +90,14 @@ Options parse(int argc, char** argv) {
       } else if (arg == "--storm-rate") {
         o.stormRate = std::stod(value);
         if (!(o.stormRate >= 0 && o.stormRate <= 1)) usage("--storm-rate is 0..1");
+      } else if (arg == "--target-contains") {
+        o.targetContains = value;
       } else if (arg == "--faults") {
         o.faults.clear();
         std::istringstream in(value);
         for (std::string f; std::getline(in, f, ',');) {
-          if (f != "drop" && f != "reset" && f != "delay" && f != "500" && f != "503") {
+          if (f != "drop" && f != "withhold" && f != "reset" && f != "delay" && f != "500" &&
+              f != "503") {
             usage("unknown fault " + f);
           }
           o.faults.push_back(f);
@@ -119,6 +128,7 @@ ProxyAction answer(int status, const std::string& code) {
 ProxyAction action(const std::string& fault, int delayMs) {
   ProxyAction a;
   if (fault == "drop") a.kind = Kind::dropResponse;
+  if (fault == "withhold") a.kind = Kind::withholdResponse;
   if (fault == "reset") a.kind = Kind::resetBeforeForward;
   if (fault == "delay") a.delay = std::chrono::milliseconds(delayMs);
   if (fault == "500") return answer(500, "InternalError");
@@ -141,8 +151,11 @@ int main(int argc, char** argv) {
     return std::fmod(t, o.stormEvery) < o.stormSeconds ? o.stormRate : o.rate;
   };
   cairn::test::FaultProxy proxy(
-      io.get_executor(), o.host, o.port, [&](const cairn::test::ProxyRequest&) {
-        if (std::uniform_real_distribution<double>(0, 1)(random) >= rateNow()) {
+      io.get_executor(), o.host, o.port, [&](const cairn::test::ProxyRequest& request) {
+        const bool eligible =
+            o.targetContains.empty() ||
+            std::string_view(request.target()).find(o.targetContains) != std::string_view::npos;
+        if (!eligible || std::uniform_real_distribution<double>(0, 1)(random) >= rateNow()) {
           ++counts["forward"];
           return ProxyAction{};
         }
