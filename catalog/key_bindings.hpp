@@ -1,6 +1,6 @@
 // What `cairn serve` keeps, in its process, of the requests that came with an Idempotency-Key
 // (docs/catalog.md, "Idempotency-Key"): each key bound to the request it was first used for (the
-// request's digest: method, target, query and body), with the refusal it got when it was
+// request's digest: method, path and body), with the refusal it got when it was
 // refused (a deterministic 4xx: given again to the same request, as the spec's finalized
 // answers are). A success is replayed from the log's record instead, by any process; a 5xx is
 // never kept. Entries live kIdempotencyLifetimeMs and are bounded in number and in bytes (each

@@ -58,7 +58,7 @@ struct Request {
   // Set by commitTable: the attempts that lost a race and were built again (the metrics'
   // "rebased" outcome).
   std::uint64_t rebases = 0;
-  // With an Idempotency-Key: the request's digest (its method, target, query and body), kept
+  // With an Idempotency-Key: the request's digest (its method, path and body), kept
   // in the records it makes; a record of the key with another digest is another request's
   // (422 idempotency-key-reused), never replayed as this one's result.
   std::optional<Digest> requestDigest;

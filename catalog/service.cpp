@@ -466,10 +466,10 @@ std::int64_t nowMs() {
 }
 
 // A request's digest, which its Idempotency-Key binds (key_bindings.hpp, and the logs' records):
-// its method, target, query and body, each with its length.
+// its method, target (the path, without the query) and body, each with its length.
 Digest requestDigest(const ServerRequest& req) {
   std::string text = "cairn request 1";
-  for (const std::string* part : {&req.method, &req.target, &req.query, &req.body}) {
+  for (const std::string* part : {&req.method, &req.target, &req.body}) {
     text += '\n' + std::to_string(part->size()) + ':' + *part;
   }
   return sha256(asBytes(text));
