@@ -48,9 +48,10 @@ Bytes serializeSorted(std::map<std::string, json::value> members) {
 }
 
 void addCommon(std::map<std::string, json::value>& m, std::int64_t timeMs,
-               const std::optional<std::string>& key) {
+               const std::optional<std::string>& key, const std::optional<Digest>& request) {
   m.emplace("time-ms", timeMs);
   if (key) m.emplace("idempotency-key", json::string(*key));
+  if (request) m.emplace("request-sha256", json::string(toHex(*request)));
 }
 
 // ---- decoding: typed reads with the path of the field -----------------------------------
@@ -296,10 +297,22 @@ struct RuleCheck {
   }
 };
 
-Res<void> checkCommon(std::int64_t timeMs, const std::optional<std::string>& key) {
+Res<void> checkCommon(std::int64_t timeMs, const std::optional<std::string>& key,
+                      const std::optional<Digest>& request) {
   if (timeMs < 0) return err(Errc::usage, "a record's time is not negative");
+  if (request && !key) return err(Errc::usage, "a request digest without an Idempotency-Key");
   if (key) return checkIdempotencyKey(*key);
   return {};
+}
+
+// `request-sha256`, when present: 64 lowercase hex digits (the canonical check refuses others).
+Res<std::optional<Digest>> requestDigestOf(const std::optional<std::string>& hex) {
+  if (!hex) return std::optional<Digest>{};
+  auto raw = fromHex(*hex);
+  if (!raw || raw->size() != Digest{}.size()) return bad("request-sha256 is not 64 hex digits");
+  Digest d{};
+  std::copy(raw->begin(), raw->end(), d.begin());
+  return std::optional<Digest>(d);
 }
 
 // ---- lake records: members by type -----------------------------------------------------------
@@ -581,10 +594,12 @@ Res<void> checkLocation(std::string_view location, std::string_view what) {
 
 Res<Bytes> encodeLakeRecord(const LakeRecord& r) {
   if (auto ok = std::visit(RuleCheck{}, r.change); !ok) return failureOf(ok);
-  if (auto ok = checkCommon(r.timeMs, r.idempotencyKey); !ok) return failureOf(ok);
+  if (auto ok = checkCommon(r.timeMs, r.idempotencyKey, r.requestSha256); !ok) {
+    return failureOf(ok);
+  }
   std::map<std::string, json::value> m;
   std::visit(LakeMembers{m}, r.change);
-  addCommon(m, r.timeMs, r.idempotencyKey);
+  addCommon(m, r.timeMs, r.idempotencyKey, r.requestSha256);
   Bytes out = serializeSorted(std::move(m));
   if (out.size() > kMaxRecordBytes) return err(Errc::usage, "a record over 1 MiB");
   return out;
@@ -598,8 +613,11 @@ Res<LakeRecord> decodeLakeRecord(ByteView bytes) {
   LakeRecord r{std::move(change)};
   CAIRN_LR_LET(time, f.int64("time-ms"));
   CAIRN_LR_LET(key, f.optString("idempotency-key"));
+  CAIRN_LR_LET(requestHex, f.optString("request-sha256"));
+  CAIRN_LR_LET(request, requestDigestOf(requestHex));
   r.timeMs = time;
   r.idempotencyKey = std::move(key);
+  r.requestSha256 = request;
   if (auto end = f.end(); !end) return failureOf(end);
   return canonical(bytes, std::move(r), encodeLakeRecord);
 }
@@ -614,14 +632,16 @@ Res<Bytes> encodeTableCommit(const TableCommit& r) {
     return err(Errc::usage, "metadata length " + std::to_string(r.metadataLength) +
                                 " is outside 1.." + std::to_string(kMaxTableMetadataBytes));
   }
-  if (auto ok = checkCommon(r.timeMs, r.idempotencyKey); !ok) return failureOf(ok);
+  if (auto ok = checkCommon(r.timeMs, r.idempotencyKey, r.requestSha256); !ok) {
+    return failureOf(ok);
+  }
   std::map<std::string, json::value> m;
   m.emplace("type", "commit");
   m.emplace("metadata-location", json::string(r.metadataLocation));
   m.emplace("metadata-sha256", json::string(toHex(r.metadataSha256)));
   m.emplace("metadata-length", r.metadataLength);
   if (r.previousLocation) m.emplace("previous-location", json::string(*r.previousLocation));
-  addCommon(m, r.timeMs, r.idempotencyKey);
+  addCommon(m, r.timeMs, r.idempotencyKey, r.requestSha256);
   return serializeSorted(std::move(m));
 }
 
@@ -637,6 +657,8 @@ Res<TableCommit> decodeTableCommit(ByteView bytes) {
   CAIRN_LR_LET(previous, f.optString("previous-location"));
   CAIRN_LR_LET(time, f.int64("time-ms"));
   CAIRN_LR_LET(key, f.optString("idempotency-key"));
+  CAIRN_LR_LET(requestHex, f.optString("request-sha256"));
+  CAIRN_LR_LET(request, requestDigestOf(requestHex));
   auto raw = fromHex(hex);
   if (!raw || raw->size() != 32) return bad("metadata-sha256 is not 64 lowercase hex digits");
   std::copy(raw->begin(), raw->end(), r.metadataSha256.begin());
@@ -646,6 +668,7 @@ Res<TableCommit> decodeTableCommit(ByteView bytes) {
   r.previousLocation = std::move(previous);
   r.timeMs = time;
   r.idempotencyKey = std::move(key);
+  r.requestSha256 = request;
   if (auto end = f.end(); !end) return failureOf(end);
   return canonical(bytes, std::move(r), encodeTableCommit);
 }

@@ -139,10 +139,14 @@ using LakeChange =
                  TableDropped, TableRenamed, LeaseTaken, LeaseReleased, SnapshotProtected,
                  SnapshotUnprotected, BranchCreated, BranchDropped, BranchForked>;
 
+// With an Idempotency-Key, the request's digest (requestDigest in operations.hpp): a later
+// request with the key is the same request only when its digest is the same. A record written
+// before digests were has none (`request-sha256` absent); only a record with a key has one.
 struct LakeRecord {
   LakeChange change;
   std::int64_t timeMs = 0;                    // when the catalog accepted it (Unix ms, >= 0)
   std::optional<std::string> idempotencyKey;  // the request's, when it sent one
+  std::optional<Digest> requestSha256;        // with the key: the request's digest
   friend bool operator==(const LakeRecord&, const LakeRecord&) = default;
 };
 
@@ -156,6 +160,7 @@ struct TableCommit {
   std::optional<std::string> previousLocation;  // none for the table's first record
   std::int64_t timeMs = 0;
   std::optional<std::string> idempotencyKey;
+  std::optional<Digest> requestSha256;  // with the key: the request's digest (as LakeRecord's)
   friend bool operator==(const TableCommit&, const TableCommit&) = default;
 };
 

@@ -77,6 +77,11 @@ std::string CatalogMetrics::text(const std::vector<Lake*>& lakes) const {
     w.sample("cairn_catalog_request_seconds_sum", label, l.sum);
     w.sample("cairn_catalog_request_seconds_count", label, static_cast<double>(l.count));
   }
+  w.gauge("cairn_catalog_idempotency_bytes",
+          "bytes of the Idempotency-Keys and refusals kept in this process (bounded)",
+          static_cast<double>(keyBindingBytes_));
+  w.gauge("cairn_catalog_idempotency_keys", "Idempotency-Keys kept in this process",
+          static_cast<double>(keyBindingEntries_));
   w.gauge("cairn_catalog_requests_in_flight",
           "requests being handled now (a scrape of /metrics is not counted)",
           static_cast<double>(inFlight_));

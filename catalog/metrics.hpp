@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -34,6 +35,11 @@ class CatalogMetrics {
   void ended(std::string_view method, std::string_view route, int status, double seconds);
   void commit(CommitOutcome outcome) { ++commits_[static_cast<std::size_t>(outcome)]; }
   static CommitOutcome outcomeOf(int status, std::uint64_t rebases);
+  // What the service keeps of Idempotency-Keys (key_bindings.hpp): its bytes and entries.
+  void keyBindings(std::size_t bytes, std::size_t entries) {
+    keyBindingBytes_ = bytes;
+    keyBindingEntries_ = entries;
+  }
 
   // The text format; `lakes` for the per-lake figures.
   std::string text(const std::vector<Lake*>& lakes) const;
@@ -48,6 +54,8 @@ class CatalogMetrics {
   std::map<std::tuple<std::string, std::string, int>, std::uint64_t> requests_;
   std::map<std::string, Latency> latency_;
   std::array<std::uint64_t, 6> commits_{};
+  std::size_t keyBindingBytes_ = 0;
+  std::size_t keyBindingEntries_ = 0;
 };
 
 }  // namespace cairn::catalog

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <functional>
 
+#include "engine/store/directory_store.hpp"
+
 namespace cairn::catalog {
 
 namespace asio = boost::asio;
@@ -36,6 +38,34 @@ Failure<CatalogError> contention(const std::string& what, std::uint64_t rebases)
 }
 
 Failure<CatalogError> trouble(const Error& e) { return Failure<CatalogError>{storeTrouble(e)}; }
+
+Failure<CatalogError> keyReused() {
+  return refuse(422, "UnprocessableEntityException", "idempotency-key-reused",
+                "this Idempotency-Key was used by another request (another route, target or "
+                "body); a key binds the request it was first used for");
+}
+
+// The record a recent request with this request's Idempotency-Key made (`found`, looked up by
+// the key alone): none; this request's own (its result is replayed); or 422 when another
+// request made it (another digest). A record written before digests were counts as its own.
+template <class Record>
+Outcome<const Record*> sameRequest(const Request& r, const Record* found) {
+  if (found && found->requestSha256 && r.requestDigest &&
+      *found->requestSha256 != *r.requestDigest) {
+    return keyReused();
+  }
+  return found;
+}
+
+// The lake log's and a table log's record of this request's key, as sameRequest judges it.
+Outcome<const LakeRecord*> priorRecord(const Request& r, const LakeDirectory& dir) {
+  if (!r.idempotencyKey) return static_cast<const LakeRecord*>(nullptr);
+  return sameRequest(r, dir.recordFor(*r.idempotencyKey));
+}
+Outcome<const TableCommit*> priorCommit(const Request& r, const TableHistory& h) {
+  if (!r.idempotencyKey) return static_cast<const TableCommit*>(nullptr);
+  return sameRequest(r, h.commitFor(*r.idempotencyKey));
+}
 
 // A read that failed in a rebase loop: before anything was sent, the store's trouble (503);
 // after a lost race, unknown (504): the request may have landed through a replay of it that
@@ -86,12 +116,12 @@ asio::awaitable<Outcome<LakeRecord>> changeLake(Request& r, const std::string& w
   for (std::uint64_t attempt = 0;; ++attempt) {
     auto view = co_await r.lake.directory(r.budget);
     if (!view) co_return rereadFailed(what, attempt, view.error());
-    if (r.idempotencyKey) {
-      if (const LakeRecord* first = (*view)->dir.recordFor(*r.idempotencyKey)) co_return *first;
-    }
+    auto prior = priorRecord(r, (*view)->dir);
+    if (!prior) co_return failureOf(prior);
+    if (*prior) co_return **prior;
     auto change = build((*view)->dir);
     if (!change) co_return failureOf(change);
-    const LakeRecord record{std::move(*change), r.nowMs, r.idempotencyKey};
+    const LakeRecord record{std::move(*change), r.nowMs, r.idempotencyKey, r.requestDigest};
     auto appended = co_await r.lake.appendLake(**view, record, r.budget);
     if (!appended) co_return trouble(appended.error());
     switch (appended->outcome) {
@@ -109,8 +139,7 @@ asio::awaitable<Outcome<LakeRecord>> changeLake(Request& r, const std::string& w
 template <class Change>
 Outcome<Change> replayed(const LakeRecord& record) {
   if (const auto* c = std::get_if<Change>(&record.change)) return *c;
-  return refuse(422, "UnprocessableEntityException", "idempotency-key-reused",
-                "this Idempotency-Key was used by another kind of request");
+  return keyReused();
 }
 
 Outcome<void> needNamespace(const LakeDirectory& dir, const Namespace& ns) {
@@ -146,10 +175,7 @@ std::shared_ptr<const LoadedMetadata> loaded(std::string location, const TableMe
 // The table named by a record a repeated Idempotency-Key found: its first version.
 asio::awaitable<Outcome<LoadedTable>> replayCreate(Request& r, const LakeRecord& record) {
   const auto* reg = std::get_if<TableRegistered>(&record.change);
-  if (!reg) {
-    co_return refuse(422, "UnprocessableEntityException", "idempotency-key-reused",
-                     "this Idempotency-Key was used by another kind of request");
-  }
+  if (!reg) co_return keyReused();
   auto view = co_await r.lake.table(reg->uuid, r.budget);
   if (!view) co_return trouble(view.error());
   // The version this request made: the table log's commit with its key (a register onto an
@@ -170,8 +196,8 @@ asio::awaitable<Outcome<LoadedTable>> publishNewTable(Request& r, const TableIde
   const std::string file = m.location + "/metadata/" + metadataFileName(1, Uuid::random());
   std::string json = serializeTableMetadata(m);
   auto meta = loaded(file, m, json);
-  const TableCommit commit{file,         meta->sha256, json.size(),
-                           std::nullopt, r.nowMs,      r.idempotencyKey};
+  const TableCommit commit{file,    meta->sha256,     json.size(),    std::nullopt,
+                           r.nowMs, r.idempotencyKey, r.requestDigest};
   auto appended =
       co_await r.lake.appendTable(uuid, nullptr, commit, std::move(json), meta, r.budget);
   if (!appended) co_return trouble(appended.error());
@@ -189,7 +215,8 @@ asio::awaitable<Outcome<LoadedTable>> publishNewTable(Request& r, const TableIde
     }
     if (!existing) co_return rereadFailed(what, 1, existing.error());
     const auto& first = (*existing)->history.first;
-    if (!r.idempotencyKey || !first || first->idempotencyKey != r.idempotencyKey) {
+    if (!r.idempotencyKey || !first || first->idempotencyKey != r.idempotencyKey ||
+        !sameRequest(r, &*first)) {
       co_return refuse(409, std::string(kAlreadyExists), "table-log-exists",
                        what + ": a table log with UUID " + uuid.text() + " exists already");
     }
@@ -217,12 +244,12 @@ asio::awaitable<Outcome<std::optional<LoadedTable>>> beforeCreate(Request& r, co
   auto view = co_await r.lake.directory(r.budget);
   if (!view) co_return trouble(view.error());
   const LakeDirectory& dir = (*view)->dir;
-  if (r.idempotencyKey) {
-    if (const LakeRecord* first = dir.recordFor(*r.idempotencyKey)) {
-      auto replay = co_await replayCreate(r, *first);
-      if (!replay) co_return failureOf(replay);
-      co_return std::optional<LoadedTable>(std::move(*replay));
-    }
+  auto prior = priorRecord(r, dir);
+  if (!prior) co_return failureOf(prior);
+  if (*prior) {
+    auto replay = co_await replayCreate(r, **prior);
+    if (!replay) co_return failureOf(replay);
+    co_return std::optional<LoadedTable>(std::move(*replay));
   }
   if (auto ok = needNamespace(dir, t.ns); !ok) co_return failureOf(ok);
   if (dir.tables.count(t)) {
@@ -530,8 +557,10 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
   if (r.idempotencyKey) {
     auto dir = co_await r.lake.directory(r.budget);
     if (!dir) co_return trouble(dir.error());
-    if (const LakeRecord* first = (*dir)->dir.recordFor(*r.idempotencyKey)) {
-      const auto* reg = std::get_if<TableRegistered>(&first->change);
+    auto prior = priorRecord(r, (*dir)->dir);
+    if (!prior) co_return failureOf(prior);
+    if (*prior) {
+      const auto* reg = std::get_if<TableRegistered>(&(*prior)->change);
       resuming = reg && reg->table == t;
     }
   }
@@ -551,9 +580,14 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
   }
   auto got = co_await r.lake.readObject(*key, kMaxTableMetadataBytes);
   if (!got) {
+    // Nothing there, or something no retry makes a file (a directory, a symbolic link): 400.
     if (got.error().status == StoreStatus::missing) {
       co_return refuse(400, std::string(kBadRequest), "no-such-metadata-file",
                        "no metadata file at " + metadataLocation);
+    }
+    if (got.error().code == kNotAnObject) {
+      co_return refuse(400, std::string(kBadRequest), "no-such-metadata-file",
+                       "no metadata file at " + metadataLocation + ": " + got.error().message);
     }
     co_return trouble(Error{Errc::store, *key + ": " + got.error().message, *key});
   }
@@ -566,6 +600,11 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
   if (!uuid || uuid->isNil()) {
     co_return refuse(400, std::string(kBadRequest), "invalid-metadata",
                      metadataLocation + ": a canonical table-uuid is needed to register it");
+  }
+  // What enters the lake passes the check every route's input does (table_create.hpp).
+  if (auto ok = checkAdmitted(nullptr, *parsed); !ok) {
+    co_return refuse(400, std::string(kBadRequest), "invalid-metadata",
+                     metadataLocation + ": " + ok.error().message);
   }
   if (auto ok = needLocationInLake(r.lake, parsed->location); !ok) co_return failureOf(ok);
   const std::string what = "register table " + displayName(t);
@@ -601,7 +640,8 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
     // A new table log: its first record names the file, then the name goes into the lake log
     // (as a create does; a log made meanwhile by another request is refused).
     const TableCommit commit{metadataLocation, sha,     got->bytes.size(),
-                             std::nullopt,     r.nowMs, r.idempotencyKey};
+                             std::nullopt,     r.nowMs, r.idempotencyKey,
+                             r.requestDigest};
     std::string bytes(asChars(got->bytes));
     auto appended =
         co_await r.lake.appendTable(*uuid, nullptr, commit, std::move(bytes), meta, r.budget);
@@ -630,11 +670,14 @@ asio::awaitable<Outcome<LoadedTable>> registerTable(Request& r, const TableIdent
     auto now = co_await r.lake.table(*uuid, r.budget);
     if (!now) co_return rereadFailed(what, attempt, now.error());
     const TableView* at = now->get();
-    if (r.idempotencyKey && at->history.commitFor(*r.idempotencyKey)) break;  // landed already
+    auto prior = priorCommit(r, at->history);
+    if (!prior) co_return failureOf(prior);
+    if (*prior) break;  // landed already
     if (at->history.current->metadataLocation == metadataLocation) break;
     const TableCommit commit{metadataLocation,  sha,
                              got->bytes.size(), at->history.current->metadataLocation,
-                             r.nowMs,           r.idempotencyKey};
+                             r.nowMs,           r.idempotencyKey,
+                             r.requestDigest};
     std::string bytes(asChars(got->bytes));
     auto appended =
         co_await r.lake.appendTable(*uuid, at, commit, std::move(bytes), meta, r.budget);
@@ -759,9 +802,13 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
     if (auto landed = own ? earlier.landed(tv.history) : nullptr) {
       co_return LoadedTable{t, uuid, std::move(landed), false};
     }
-    if (r.idempotencyKey && own) {
-      if (const TableCommit* first = tv.history.commitFor(*r.idempotencyKey)) {
-        auto m = co_await r.lake.metadata(*first, r.budget);
+    // The key's record in the lake log is never a commit's: only another request's fails it.
+    if (auto prior = priorRecord(r, dir); !prior) co_return failureOf(prior);
+    if (own) {
+      auto prior = priorCommit(r, tv.history);
+      if (!prior) co_return failureOf(prior);
+      if (*prior) {
+        auto m = co_await r.lake.metadata(**prior, r.budget);
         if (!m) co_return trouble(m.error());
         co_return LoadedTable{t, uuid, std::move(*m), false};
       }
@@ -790,8 +837,8 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
         next.location + "/metadata/" + metadataFileName(tv.history.commits + 1, Uuid::random());
     std::string json = serializeTableMetadata(next);
     auto meta = loaded(file, next, json);
-    const TableCommit record{file,    meta->sha256,    json.size(), tv.metadata->location,
-                             r.nowMs, r.idempotencyKey};
+    const TableCommit record{file,    meta->sha256,     json.size(),    tv.metadata->location,
+                             r.nowMs, r.idempotencyKey, r.requestDigest};
     if (!own) {
       auto forked = co_await fork(r, **view, *found, record, std::move(json), meta, what);
       if (!forked) co_return failureOf(forked);
@@ -947,10 +994,7 @@ asio::awaitable<Outcome<void>> protectSnapshot(Request& r, const TableIdent& t,
   if (!record) co_return failureOf(record);
   const bool same = protect ? std::holds_alternative<SnapshotProtected>(record->change)
                             : std::holds_alternative<SnapshotUnprotected>(record->change);
-  if (!same) {
-    co_return refuse(422, "UnprocessableEntityException", "idempotency-key-reused",
-                     "this Idempotency-Key was used by another kind of request");
-  }
+  if (!same) co_return keyReused();
   co_return Outcome<void>{};
 }
 

@@ -58,6 +58,10 @@ struct Request {
   // Set by commitTable: the attempts that lost a race and were built again (the metrics'
   // "rebased" outcome).
   std::uint64_t rebases = 0;
+  // With an Idempotency-Key: the request's digest (its method, path and body), kept
+  // in the records it makes; a record of the key with another digest is another request's
+  // (422 idempotency-key-reused), never replayed as this one's result.
+  std::optional<Digest> requestDigest;
 };
 
 boost::asio::awaitable<Outcome<std::shared_ptr<const LakeView>>> readLake(Request& r);

@@ -7,6 +7,7 @@
 #include <set>
 #include <variant>
 
+#include "catalog/key_bindings.hpp"
 #include "catalog/metrics.hpp"
 #include "catalog/operations.hpp"
 #include "catalog/table_create.hpp"
@@ -24,9 +25,22 @@ namespace {
 
 // ---- answers ------------------------------------------------------------------------------
 
+// An error's message quotes what the request sent (a name, a field, a value): at most this much
+// of it is sent, and kept with a refusal (key_bindings.hpp).
+constexpr std::size_t kMaxErrorMessageBytes = 2048;
+
+// `message` cut to kMaxErrorMessageBytes (at a UTF-8 character's start), saying how much went.
+std::string cutMessage(std::string_view message) {
+  if (message.size() <= kMaxErrorMessageBytes) return std::string(message);
+  std::size_t end = kMaxErrorMessageBytes;
+  while (end > 0 && (static_cast<unsigned char>(message[end]) & 0xC0) == 0x80) --end;
+  return std::string(message.substr(0, end)) + "... (" + std::to_string(message.size() - end) +
+         " bytes cut)";
+}
+
 ServerResponse error(int status, std::string_view type, std::string_view reason,
                      std::string_view message) {
-  ServerResponse r = net::jsonError(status, type, reason, message);
+  ServerResponse r = net::jsonError(status, type, reason, cutMessage(message));
   if (status == 401) r.headers.push_back({"WWW-Authenticate", "Bearer realm=\"cairn\""});
   if (status == 503) r.headers.push_back({"Retry-After", "1"});
   return r;
@@ -476,40 +490,21 @@ std::int64_t nowMs() {
       .count();
 }
 
-// Refusals (deterministic 4xx) given to requests with an Idempotency-Key, kept for the
-// advertised lifetime (at most kMaxRefusals): the same key is refused alike again, in this
-// process. A refusal changed nothing, so it is not in any log for another process to find.
-class Refusals {
- public:
-  static constexpr std::size_t kMaxRefusals = 10'000;
-  const ServerResponse* find(const std::string& key) {
-    expire();
-    auto it = byKey_.find(key);
-    return it == byKey_.end() ? nullptr : &it->second.second;
+// A request's digest, which its Idempotency-Key binds (key_bindings.hpp, and the logs' records):
+// its method, target (the path, without the query) and body, each with its length.
+Digest requestDigest(const ServerRequest& req) {
+  std::string text = "cairn request 1";
+  for (const std::string* part : {&req.method, &req.target, &req.body}) {
+    text += '\n' + std::to_string(part->size()) + ':' + *part;
   }
-  void add(const std::string& key, const ServerResponse& response) {
-    if (byKey_.count(key)) return;
-    const auto now = std::chrono::steady_clock::now();
-    byKey_.emplace(key, std::pair{now, response});
-    order_.push_back(key);
-    while (order_.size() > kMaxRefusals) {
-      byKey_.erase(order_.front());
-      order_.pop_front();
-    }
-  }
+  return sha256(asBytes(text));
+}
 
- private:
-  void expire() {
-    const auto cutoff =
-        std::chrono::steady_clock::now() - std::chrono::milliseconds(kIdempotencyLifetimeMs);
-    while (!order_.empty() && byKey_.at(order_.front()).first < cutoff) {
-      byKey_.erase(order_.front());
-      order_.pop_front();
-    }
-  }
-  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, ServerResponse>> byKey_;
-  std::deque<std::string> order_;
-};
+// The statuses of a refusal given again to the same request with the same key (the spec's
+// finalized answers); a 5xx is never kept (a retry learns whether the first attempt landed).
+bool kept(int status) {
+  return status == 400 || status == 404 || status == 406 || status == 409 || status == 422;
+}
 
 }  // namespace
 
@@ -585,7 +580,10 @@ struct CatalogService::Impl {
 
   Request request(Lake& lake, const ServerRequest& req, Role role) {
     Request r{lake, OperationBudget{}, std::nullopt, nowMs(), config.server.commitRebases, role};
-    if (const std::string* key = req.header("Idempotency-Key")) r.idempotencyKey = *key;
+    if (const std::string* key = req.header("Idempotency-Key")) {
+      r.idempotencyKey = *key;
+      r.requestDigest = requestDigest(req);
+    }
     return r;
   }
 
@@ -600,7 +598,7 @@ struct CatalogService::Impl {
   // token's role gives (read: table-read, read-write: table-write) for the loaded table.
   asio::awaitable<std::optional<Vended>> vendFor(const ServerRequest& req, const LoadedTable& t,
                                                  Request& r);
-  Refusals refusals;
+  KeyBindings bindings;
   asio::awaitable<ServerResponse> namespaces(const ServerRequest& req, const Matched& m,
                                              Request& r);
   asio::awaitable<ServerResponse> oneNamespace(const ServerRequest& req, const Namespace& ns,
@@ -730,6 +728,7 @@ asio::awaitable<ServerResponse> CatalogService::handle(const ServerRequest& req)
     std::vector<Lake*> lakes;
     for (const auto& [id, lake] : self->lakes) lakes.push_back(lake.get());
     ServerResponse r;
+    self->metrics.keyBindings(self->bindings.bytes(), self->bindings.size());
     r.body = self->metrics.text(lakes);
     r.headers.push_back({"Content-Type", "text/plain; version=0.0.4; charset=utf-8"});
     r.route = "/metrics";
@@ -871,14 +870,27 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
     }
   }
   if (!mutation || !key) co_return co_await operate(req, m, caller);
-  // A refusal this process gave to the same key is given again (the spec's finalized 4xx); a
-  // success is replayed from the log's record of it, by any process (operations.hpp).
-  const std::string refusalKey = lake.id() + '\n' + *key;
-  if (const ServerResponse* earlier = refusals.find(refusalKey)) co_return *earlier;
+  // The key binds the request it was first used for in this process: another request with it
+  // is refused, a refusal is given again to the same request (the spec's finalized 4xx); a
+  // success is replayed from the log's record of it, by any process (operations.hpp), which
+  // also tells another request from it.
+  const std::string bound = lake.id() + '\n' + *key;
+  const Digest digest = requestDigest(req);
+  const auto found = bindings.find(bound, digest, std::chrono::steady_clock::now());
+  if (found.kind == KeyBindings::Found::Kind::other) {
+    co_return error(422, "UnprocessableEntityException", "idempotency-key-reused",
+                    "this Idempotency-Key was used by another request (another route, target or "
+                    "body); a key binds the request it was first used for");
+  }
+  if (found.refusal) co_return *found.refusal;
   ServerResponse answer = co_await operate(req, m, caller);
-  if (answer.status == 400 || answer.status == 404 || answer.status == 406 ||
-      answer.status == 409 || answer.status == 422) {
-    refusals.add(refusalKey, answer);
+  // A key another request holds stays bound to that one (whose answer this is not).
+  const bool reused = answer.status == 422 &&
+                      answer.body.find(R"("reason":"idempotency-key-reused")") != std::string::npos;
+  if (answer.status < 500 && !reused) {
+    std::optional<ServerResponse> refusal;
+    if (kept(answer.status)) refusal = answer;
+    bindings.bind(bound, digest, std::move(refusal), std::chrono::steady_clock::now());
   }
   co_return answer;
 }

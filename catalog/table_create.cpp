@@ -843,21 +843,116 @@ Res<void> requireAddedSchemas(const std::vector<TableUpdate>& updates, int forma
   return {};
 }
 
-// Java's build(): the default spec and sort order bind to the current schema.
-Res<void> requireBoundDefaults(const TableMetadata& m) {
-  const Schema* schema = m.currentSchema();
-  CAIRN_ASSERT(schema != nullptr);  // applyUpdates refuses a result without one
-  CAIRN_TC_LET(index, indexSchema(schema->json, "schemas"));
-  CAIRN_TRY(bindSpec(m.defaultSpec()->json, index, "default partition spec"));
-  for (const SortOrder& order : m.sortOrders) {
-    if (order.orderId == m.defaultSortOrderId) {
-      CAIRN_TRY(bindSortOrder(order.json, index, "default sort order"));
+// ---- what enters a table by any route (checkAdmitted).
+
+template <class T, class Id>
+bool holds(const TableMetadata* before, std::vector<T> TableMetadata::*items, Id id,
+           std::int32_t wanted) {
+  if (before == nullptr) return false;
+  const auto& list = before->*items;
+  return std::any_of(list.begin(), list.end(), [&](const T& e) { return id(e) == wanted; });
+}
+
+bool singleSources(const json::value& element) {
+  const json::array& fields = element.at("fields").get_array();
+  return std::all_of(fields.begin(), fields.end(), [](const json::value& f) {
+    return present(f.get_object(), "source-id") != nullptr;
+  });
+}
+
+// Each field's transform reads as Java reads it (a width above 0), and a spec's names are
+// non-empty and unique.
+Res<void> requireTransforms(const json::value& element, bool partition, std::string_view path) {
+  std::set<std::string, std::less<>> names;
+  const json::array& fields = element.at("fields").get_array();
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const json::object& f = fields[i].get_object();
+    std::string fieldPath = at(at(path, "fields"), i);
+    CAIRN_TRY(parseTransform(f.at("transform").get_string(), at(fieldPath, "transform")));
+    if (!partition) continue;
+    std::string name(f.at("name").get_string());
+    if (name.empty()) return invalid(at(fieldPath, "name"), "Cannot use empty partition name");
+    if (!names.insert(name).second) {
+      return invalid(at(fieldPath, "name"), "Cannot use partition name more than once: " + name);
     }
   }
   return {};
 }
 
+// A schema as Java's Schema constructor and Builder.addSchema check it.
+Res<void> requireSchema(const Schema& schema, int formatVersion) {
+  std::string path = "schemas[" + std::to_string(schema.schemaId) + "]";
+  CAIRN_TC_LET(index, indexSchema(schema.json, path));
+  CAIRN_TRY(freshIdentifierIds(schema.json, index, path));
+  return requireTypesOfVersion(index, formatVersion, path);
+}
+
+// A spec: its transforms and names; bound to the current schema when new in a commit.
+Res<void> requireSpec(const PartitionSpec& spec, const SchemaIndex& current, bool bind) {
+  std::string path = "partition-specs[" + std::to_string(spec.specId) + "]";
+  CAIRN_TRY(requireTransforms(spec.json, true, path));
+  if (bind && singleSources(spec.json)) CAIRN_TRY(bindSpec(spec.json, current, path));
+  return {};
+}
+
+Res<void> requireSortOrder(const SortOrder& order, const SchemaIndex& current, bool bind) {
+  std::string path = "sort-orders[" + std::to_string(order.orderId) + "]";
+  CAIRN_TRY(requireTransforms(order.json, false, path));
+  if (bind && singleSources(order.json)) CAIRN_TRY(bindSortOrder(order.json, current, path));
+  return {};
+}
+
+// Java's build(): the default spec and sort order are compatible with the current schema.
+Res<void> requireDefaultsFit(const TableMetadata& m, const SchemaIndex& current) {
+  const PartitionSpec* spec = m.defaultSpec();
+  if (spec != nullptr && singleSources(spec->json)) {
+    const json::array& fields = spec->json.at("fields").get_array();
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      std::string path = at(at("default partition spec", "fields"), i);
+      CAIRN_TC_LET(b, bindField(fields[i], current, path));
+      CAIRN_TRY(requireSource(b, current, true, path));
+    }
+  }
+  for (const SortOrder& order : m.sortOrders) {
+    if (order.orderId != m.defaultSortOrderId || !singleSources(order.json)) continue;
+    CAIRN_TRY(bindSortOrder(order.json, current, "default sort order"));
+  }
+  return {};
+}
+
 }  // namespace
+
+Res<void> checkAdmitted(const TableMetadata* before, const TableMetadata& after) {
+  for (const Schema& schema : after.schemas) {
+    if (holds(
+            before, &TableMetadata::schemas, [](const Schema& s) { return s.schemaId; },
+            schema.schemaId)) {
+      continue;
+    }
+    CAIRN_TRY(requireSchema(schema, after.formatVersion));
+  }
+  const Schema* schema = after.currentSchema();
+  if (schema == nullptr) return invalid("current-schema-id", "no current schema");
+  CAIRN_TC_LET(current, indexSchema(schema->json, "schemas"));
+  const bool commit = before != nullptr;
+  for (const PartitionSpec& spec : after.specs) {
+    if (holds(
+            before, &TableMetadata::specs, [](const PartitionSpec& s) { return s.specId; },
+            spec.specId)) {
+      continue;
+    }
+    CAIRN_TRY(requireSpec(spec, current, commit));
+  }
+  for (const SortOrder& order : after.sortOrders) {
+    if (holds(
+            before, &TableMetadata::sortOrders, [](const SortOrder& s) { return s.orderId; },
+            order.orderId)) {
+      continue;
+    }
+    CAIRN_TRY(requireSortOrder(order, current, commit));
+  }
+  return requireDefaultsFit(after, current);
+}
 
 Res<CreateTableRequest> parseCreateTableRequest(const json::value& body) {
   if (!body.is_object()) return malformed("body", "must be an object");
@@ -923,6 +1018,7 @@ Res<TableMetadata> newTableMetadata(const CreateTableRequest& request, const std
   m.sortOrders = {freshSortOrder(order)};
   m.defaultSortOrderId = m.sortOrders[0].orderId;
   m.properties = std::move(properties);
+  CAIRN_TRY(checkAdmitted(nullptr, m));
   return reread(m);
 }
 
@@ -955,8 +1051,7 @@ Res<TableMetadata> createFromUpdates(const std::vector<TableUpdate>& updates, st
   CAIRN_TC_LET(applied, applyUpdates(empty, updates, nowMs, std::nullopt));
   if (!applied.changed) return invalid("updates", "nothing to create (no schema was added)");
 
-  CAIRN_TRY(requireAddedSchemas(updates, version));
-  CAIRN_TRY(requireBoundDefaults(applied.metadata));
+  CAIRN_TRY(requireAddedSchemas(updates, version));  // at the version each is added at
   TableMetadata m = std::move(applied.metadata);
   CAIRN_TC_LET(location, tableLocation(m.location, "location"));
   m.location = std::move(location);

@@ -93,4 +93,15 @@ Res<bool> isCreateTransaction(const std::vector<TableRequirement>& requirements)
 // Java's buildFromEmpty does (a v2 or v3 table without one does not load).
 Res<TableMetadata> createFromUpdates(const std::vector<TableUpdate>& updates, std::int64_t nowMs);
 
+// The one check of what enters a table, by any route (a create, a commit's updates, a
+// registered file): every schema, partition spec and sort order of `after` that `before` does
+// not hold (by id; all of them without `before`) as Java's Schema, PartitionSpec, SortOrder
+// and TableMetadata.Builder check them. A schema: no field id or canonical name used twice (at
+// any depth), valid identifier fields, no v3 type or initial default below v3. A spec or sort
+// order: transforms Java reads (`bucket[0]` is refused), unique non-empty partition names; a
+// new one of a commit (`before` given) binds to the current schema as when it is added. The
+// default spec and sort order fit the current schema (Java's build()). Errc::usage, with the
+// element's path.
+Res<void> checkAdmitted(const TableMetadata* before, const TableMetadata& after);
+
 }  // namespace cairn::catalog

@@ -13,6 +13,8 @@
 
 #include <boost/json.hpp>
 
+#include "catalog/table_create.hpp"
+
 namespace cairn::catalog {
 
 namespace json = boost::json;
@@ -370,6 +372,8 @@ constexpr ActionShape kActions[] = {
     {"remove-statistics", Action::removeStatistics},
     {"set-partition-statistics", Action::setPartitionStatistics},
     {"remove-partition-statistics", Action::removePartitionStatistics},
+    {"remove-schemas", Action::removeSchemas},
+    {"remove-partition-specs", Action::removePartitionSpecs},
 };
 
 // An update with one string field.
@@ -454,11 +458,14 @@ Res<void> readSetRef(const json::object& o, TableUpdate& u, const std::string& p
   return {};
 }
 
-Res<void> readRemoveSnapshots(const json::object& o, TableUpdate& u, const std::string& path) {
-  CAIRN_TRY(requireKnownKeys(o, {"action", "snapshot-ids"}, path));
-  CAIRN_TU_LET(ids, getArray(o, "snapshot-ids", path));
+// remove-snapshots (`snapshot-ids`), remove-schemas (`schema-ids`), remove-partition-specs
+// (`spec-ids`): a list of ids.
+Res<void> readIdList(const json::object& o, std::string_view key, TableUpdate& u,
+                     const std::string& path) {
+  CAIRN_TRY(requireKnownKeys(o, {"action", key}, path));
+  CAIRN_TU_LET(ids, getArray(o, key, path));
   for (std::size_t i = 0; i < ids->size(); ++i) {
-    CAIRN_TU_LET(id, toInt64((*ids)[i], at(at(path, "snapshot-ids"), i)));
+    CAIRN_TU_LET(id, toInt64((*ids)[i], at(at(path, key), i)));
     u.snapshotIds.push_back(id);
   }
   return {};
@@ -512,7 +519,11 @@ Res<void> readActionFields(const json::object& o, TableUpdate& u, const std::str
     case Action::setSnapshotRef:
       return readSetRef(o, u, path);
     case Action::removeSnapshots:
-      return readRemoveSnapshots(o, u, path);
+      return readIdList(o, "snapshot-ids", u, path);
+    case Action::removeSchemas:
+      return readIdList(o, "schema-ids", u, path);
+    case Action::removePartitionSpecs:
+      return readIdList(o, "spec-ids", u, path);
     case Action::setProperties:
       return readSetProperties(o, u, path);
     case Action::removeProperties:
@@ -900,6 +911,21 @@ void removeSnapshots(Builder& b, const TableUpdate& u) {
   for (const std::string& name : dangling) removeRef(b, name);
 }
 
+// Java's Builder.removeSchemas and removeSpecs: the current schema and the default spec stay;
+// an id the table does not have is ignored.
+template <class T, class Id>
+Res<void> removeById(Builder& b, const TableUpdate& u, std::vector<T>& items, std::int32_t kept,
+                     Id id, std::string_view what, const std::string& path) {
+  std::set<std::int64_t> ids(u.snapshotIds.begin(), u.snapshotIds.end());
+  if (ids.count(kept) != 0) {
+    return refused(path, "Cannot remove the " + std::string(what) + " " + std::to_string(kept));
+  }
+  const std::size_t before = items.size();
+  std::erase_if(items, [&](const T& item) { return ids.count(id(item)) != 0; });
+  if (items.size() != before) b.changed = true;
+  return {};
+}
+
 Res<void> setStatistics(Builder& b, const TableUpdate& u, const std::string& path) {
   bool partition = u.action == Action::setPartitionStatistics;
   CAIRN_TU_LET(file, readStatisticsElement(u.element, partition, path));
@@ -1010,6 +1036,14 @@ Res<void> applyOne(Builder& b, const TableUpdate& u, const std::string& path) {
     case Action::removePartitionStatistics:
       if (eraseStatistics(b.m.partitionStatistics, *u.id)) b.changed = true;
       return {};
+    case Action::removeSchemas:
+      return removeById(
+          b, u, b.m.schemas, b.m.currentSchemaId, [](const Schema& s) { return s.schemaId; },
+          "current schema", path);
+    case Action::removePartitionSpecs:
+      return removeById(
+          b, u, b.m.specs, b.m.defaultSpecId, [](const PartitionSpec& s) { return s.specId; },
+          "default partition spec", path);
   }
   return {};
 }
@@ -1140,6 +1174,7 @@ Res<AppliedUpdates> applyUpdates(const TableMetadata& base, const std::vector<Ta
   // As Java's build(): the default spec and sort order fit the current schema.
   CAIRN_TRY(requireSourcesInSchema(b.m, b.m.defaultSpec()->json, "default-spec-id"));
   CAIRN_TRY(requireSourcesInSchema(b.m, defaultSortOrder(b.m).json, "default-sort-order-id"));
+  CAIRN_TRY(checkAdmitted(&base, b.m));
   auto reread = parseTableMetadata(serializeTableMetadata(b.m));
   if (!reread) return refused("result", reread.error().message);
   return AppliedUpdates{std::move(*reread), true};

@@ -26,6 +26,10 @@
 //   - add-spec gives a field sent without `field-id` the next id after last-partition-id
 //     (Java's unbound-spec binding counts from 1000 again, which can repeat an id).
 // add-schema's deprecated `last-column-id` is read and ignored, as Java does.
+//
+// Every schema, spec and sort order a commit adds passes checkAdmitted (table_create.hpp), the
+// one check of what enters a table by any route; remove-schemas and remove-partition-specs may
+// not remove the current schema or the default spec (ids the table does not have are ignored).
 #pragma once
 
 #include <cstdint>
@@ -91,6 +95,8 @@ struct TableUpdate {
     removeStatistics,
     setPartitionStatistics,
     removePartitionStatistics,
+    removeSchemas,
+    removePartitionSpecs,
   };
   Action action = Action::assignUuid;
   // assign-uuid: the uuid; set-location: the location; set/remove-snapshot-ref: the ref name.
@@ -102,7 +108,8 @@ struct TableUpdate {
   // add-schema, add-spec, add-sort-order, add-snapshot, set-(partition-)statistics: the
   // element as sent; set-snapshot-ref: the ref object (snapshot-id, type, retention).
   boost::json::value element;
-  std::vector<std::int64_t> snapshotIds;               // remove-snapshots
+  // remove-snapshots: the snapshot ids; remove-schemas, remove-partition-specs: the ids.
+  std::vector<std::int64_t> snapshotIds;
   std::map<std::string, std::string> propertyUpdates;  // set-properties
   std::vector<std::string> propertyRemovals;           // remove-properties
   bool operator==(const TableUpdate&) const = default;

@@ -54,6 +54,13 @@ bool isAbsence(const std::error_code& ec) {
   return ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
 }
 
+// A key that names a symbolic link (or passes through one) or a directory, FIFO or device: a
+// permanent answer, not a failure a retry can mend (kNotAnObject).
+bool isNotAnObject(const std::error_code& ec) {
+  return ec == io::fileError(io::FileErrc::symbolicLink) ||
+         ec == io::fileError(io::FileErrc::notRegular);
+}
+
 // A key's directory (beneath the root) and its last component.
 struct KeyPath {
   fs::path parent;
@@ -192,6 +199,10 @@ asio::awaitable<StoreResult<StoredObject>> DirectoryStore::getInto(std::string k
   auto f = io::File::openBeneath(impl_->root, key, O_RDONLY);
   if (!f) {
     if (isAbsence(f.error())) co_return storeFail(StoreStatus::missing, key + " does not exist");
+    if (isNotAnObject(f.error())) {
+      co_return Failure<StoreOutcome>{
+          {StoreStatus::failure, key + ": " + f.error().message(), 0, std::string(kNotAnObject)}};
+    }
     co_return ioFailure(StoreStatus::failure, key, f.error());
   }
   auto size = f->size();

@@ -29,6 +29,10 @@ namespace io {
 class Uring;
 }
 
+// StoreOutcome::code of a get (status failure) whose key names a directory, a symbolic link or
+// a special file: not an object, and no retry makes it one (a permanent answer, not trouble).
+inline constexpr std::string_view kNotAnObject = "NotAnObject";
+
 // Whether opening a directory store may create its root: only commands that set a store up
 // (init, ingest of a new database, backup's target, store put) do; every other one refuses
 // a root that does not exist (a mistyped path is an error, not a new empty store).

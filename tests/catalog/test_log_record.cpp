@@ -76,6 +76,9 @@ std::map<std::string, LakeRecord> lakeRecords() {
   m["branch_forked_nested"] =
       LakeRecord{BranchForked{"feature-2_x", kTable, log2, std::string("dev"), log1, 1, mloc},
                  T + 17, std::nullopt};
+  // With the digest of the request the key binds.
+  m["namespace_created_request"] = LakeRecord{NamespaceCreated{{"sales"}, {}}, T + 18, "k-ns",
+                                              sha256(asBytes(std::string_view("cairn request 1")))};
   return m;
 }
 
@@ -89,6 +92,8 @@ std::map<std::string, TableCommit> tableCommits() {
   m["commit_first"] = TableCommit{prev, d, 1234, std::nullopt, T + 6, std::nullopt};
   m["commit_next"] =
       TableCommit{next, d, 67108864, prev, T + 7, "0191e5c2-7a3b-7cde-8f01-23456789abce"};
+  m["commit_request"] = TableCommit{
+      next, d, 99, prev, T + 19, "k-commit", sha256(asBytes(std::string_view("request")))};
   return m;
 }
 

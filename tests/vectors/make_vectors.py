@@ -1021,7 +1021,15 @@ def _check_common(v: dict) -> None:
         if not isinstance(k, str) or not 1 <= len(k) <= IDEM_MAX \
                 or any(not 0x21 <= ord(c) <= 0x7E for c in k):
             raise VectorError("format", "idempotency-key")
+    if "request-sha256" in v:
+        # The digest of the request the key binds: only beside a key.
+        if "idempotency-key" not in v:
+            raise VectorError("format", "request-sha256 without an idempotency-key")
+        _hex32(v["request-sha256"])
 
+
+# Members every record may carry: the request's Idempotency-Key and its digest.
+COMMON_OPTIONAL = {"idempotency-key", "request-sha256"}
 
 LAKE_KEYS = {
     "lake-created": {"lake"},
@@ -1085,7 +1093,7 @@ def check_lake_record(v: dict) -> None:
     if not isinstance(v, dict) or v.get("type") not in LAKE_KEYS:
         raise VectorError("format", "type")
     want = LAKE_KEYS[v["type"]] | {"type", "time-ms"}
-    if set(v) - {"idempotency-key"} - LAKE_OPTIONAL.get(v["type"], set()) != want:
+    if set(v) - COMMON_OPTIONAL - LAKE_OPTIONAL.get(v["type"], set()) != want:
         raise VectorError("format", "keys")
     _check_common(v)
     t = v["type"]
@@ -1141,7 +1149,7 @@ def check_table_commit(v: dict) -> None:
     if not isinstance(v, dict) or v.get("type") != "commit":
         raise VectorError("format", "type")
     want = {"type", "time-ms", "metadata-location", "metadata-sha256", "metadata-length"}
-    if set(v) - {"idempotency-key", "previous-location"} != want:
+    if set(v) - COMMON_OPTIONAL - {"previous-location"} != want:
         raise VectorError("format", "keys")
     _check_common(v)
     _check_location(v["metadata-location"])
@@ -2354,6 +2362,15 @@ class Gen:
                 "table-uuid": tu, "log-uuid": "f0c4e000-0000-4000-8000-000000000002",
                 "from-log-uuid": "f0c4e000-0000-4000-8000-000000000001", "from-revision": 1,
                 "from-metadata-location": mloc, "time-ms": T + 17}),
+            ("namespace_created_request", "lake", {
+                "type": "namespace-created", "namespace": ["sales"], "time-ms": T + 18,
+                "properties": {}, "idempotency-key": "k-ns",
+                "request-sha256": hashlib.sha256(b"cairn request 1").hexdigest()}),
+            ("commit_request", "table", {
+                "type": "commit", "metadata-location": mloc, "metadata-sha256": digest,
+                "metadata-length": 99, "previous-location": prev, "time-ms": T + 19,
+                "idempotency-key": "k-commit",
+                "request-sha256": hashlib.sha256(b"request").hexdigest()}),
             ("commit_first", "table", {
                 "type": "commit", "metadata-location": prev, "metadata-sha256": digest,
                 "metadata-length": 1234, "time-ms": T + 6}),
@@ -2438,6 +2455,12 @@ class Gen:
                 lambda v: v.update({"idempotency-key": "a b"}))
         variant("key_long", "table_registered", "a 129-character Idempotency-Key",
                 lambda v: v.update({"idempotency-key": "k" * 129}))
+        variant("request_without_key", "commit_request", "request-sha256 without a key",
+                lambda v: v.pop("idempotency-key"))
+        variant("request_sha_upper", "namespace_created_request", "request-sha256 in upper case",
+                lambda v: v.update({"request-sha256": v["request-sha256"].upper()}))
+        variant("request_sha_short", "commit_request", "request-sha256 of 31 bytes",
+                lambda v: v.update({"request-sha256": v["request-sha256"][:62]}))
         variant("lake_upper", "lake_created", "a lake id with upper case",
                 lambda v: v.update(lake="Prod"))
         variant("sha_upper", "commit_first", "metadata-sha256 in upper case",
