@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cctype>
-#include <deque>
 #include <set>
 #include <variant>
 

@@ -235,6 +235,9 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
   if (ec) co_return ioError("cannot create " + dir.string(), ec);
   auto lock = lockDatabaseDirectory(dir, /*shared=*/false);
   if (!lock) co_return failureOf(lock);
+  // What an interrupted recovery left is the next recovery's to remove, never a new
+  // journal's to join (its marker or state would bind the new journal to another lineage).
+  if (fs::exists(dir / kRecoveringFileName, ec)) co_return noJournal(dir);
   // Write the header to a temporary name, make it durable, then link it into place: the
   // journal appears whole or not at all, and link() refuses to replace an existing one.
   fs::path final = dir / kFileName;

@@ -284,7 +284,12 @@ asio::awaitable<Res<void>> markDirectory(io::Uring& uring, const fs::path& dir,
     path = dir / kPublisherStateFile;
   }
   auto written = co_await io::durableReplace(uring, path, bytes);
-  if (!written) co_return ioFail("write", path, written.error());
+  if (!written) {
+    // The replace may have renamed the file into place before its directory's fsync failed:
+    // the lock proved `path` absent, so a file there now is this run's, removed with the rest.
+    if (::access(path.c_str(), F_OK) == 0) (void)created.add(path);
+    co_return ioFail("write", path, written.error());
+  }
   co_return created.add(path);
 }
 

@@ -252,6 +252,14 @@ class VacuumRun {
 
   VacuumReport report;
 
+  // What the run deleted, every attempt's: a restart judges the listing again (report's
+  // unreachable objects are the last attempt's), a failure reports all it deleted.
+  VacuumReport soFar() const {
+    VacuumReport out = report;
+    out.unreachable.insert(out.unreachable.begin(), deletedBefore_.begin(), deletedBefore_.end());
+    return out;
+  }
+
   std::int64_t now() const { return now_(); }
   // A DELETE went unanswered: it may still land (the lease must not be released).
   bool deleteInDoubt() const { return deleteInDoubt_; }
@@ -286,6 +294,9 @@ class VacuumRun {
     report.current = graph.current;
     report.revisions = graph.heads.size();
     report.historyEnds = graph.historyEnds;
+    for (auto& v : report.unreachable) {
+      if (v.deleted) deletedBefore_.push_back(std::move(v));
+    }
     report.unreachable.clear();
     report.reachable = {};
     const std::int64_t listedAt = listedAt_;
@@ -476,6 +487,7 @@ class VacuumRun {
   std::int64_t listedAt_ = 0;
   HeldLease* lease_ = nullptr;
   bool deleteInDoubt_ = false;
+  std::vector<VacuumObject> deletedBefore_;  // deleted by attempts before a restart
 };
 
 }  // namespace
@@ -584,8 +596,8 @@ asio::awaitable<Res<VacuumReport>> vacuumNamespace(ObjectStore& store, const Uui
   if (!lease) co_return failureOf(lease);
   run.holding(*lease);
   auto report = co_await vacuumSteps(store, ns, options, limits, budget, run);
-  if (!report && sofar) *sofar = run.report;  // what it deleted before it stopped
-  if (run.deleteInDoubt()) co_return report;  // the lease expires; nothing else may start
+  if (!report && sofar) *sofar = run.soFar();  // what it deleted before it stopped
+  if (run.deleteInDoubt()) co_return report;   // the lease expires; nothing else may start
   const bool released = co_await releaseVacuumLease(store, *lease, run.now(), budget);
   if (report) report->leaseReleased = released;
   co_return report;

@@ -93,6 +93,15 @@ def killed_recoveries(tmp, store, ns):
         else:
             check(st.returncode != 0 and "interrupted recovery" in message and
                   "cairn recover again" in message, f"{label}: status says so: {message}")
+            # A new journal never joins what the killed run left (its marker or state).
+            for args in (("init", target, "--db-id", "intruder"),
+                         ("ingest", target, "--db-id", "intruder")):
+                r = run(*args, stdin=b"joined?\n")
+                message = r.stderr.decode(errors="replace")
+                check(r.returncode != 0 and "interrupted recovery" in message,
+                      f"{label}: {args[0]} is refused: {r.returncode} {message}")
+                check("journal" not in os.listdir(target),
+                      f"{label}: {args[0]} made no journal: {sorted(os.listdir(target))}")
         r = run(*recover_args(target, store, ns))
         check(r.returncode == 0, f"{label}: the next recovery succeeds: {r.stderr!r}")
         check(end_sequence(target) == RECORDS, f"{label}: and its journal is whole")
