@@ -237,7 +237,8 @@ int reportUnacknowledged(bool json, const Error& e, std::uint64_t durable,
   std::cerr << "cairn: records up to sequence " << durable << " are durable";
   if (unknown) {
     std::cerr << "; records " << unknown->first << " to " << unknown->last
-              << " may be durable or not (the journal's end shows which it holds)";
+              << " may be durable or not (docs/journal.md, \"When a durable write fails\": verify "
+                 "the journal after a restart)";
   }
   std::cerr << "\n";
   if (json) {
