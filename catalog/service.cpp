@@ -490,11 +490,20 @@ std::int64_t nowMs() {
 }
 
 // A request's digest, which its Idempotency-Key binds (key_bindings.hpp, and the logs' records):
-// its method, target (the path, without the query) and body, each with its length.
+// its method, target (the path) and body, each with its length, then the query's parameters,
+// decoded and in order, but for a default said aloud (`purgeRequested=false` is the drop
+// without it): a drop that purges is another request than one that does not.
 Digest requestDigest(const ServerRequest& req) {
   std::string text = "cairn request 1";
   for (const std::string* part : {&req.method, &req.target, &req.body}) {
     text += '\n' + std::to_string(part->size()) + ':' + *part;
+  }
+  if (auto query = queryOf(req.query)) {
+    for (const auto& [name, value] : *query) {
+      if (name == "purgeRequested" && value == "false") continue;
+      text += "\nq" + std::to_string(name.size()) + ':' + name + std::to_string(value.size()) +
+              ':' + value;
+    }
   }
   return sha256(asBytes(text));
 }

@@ -681,6 +681,9 @@ struct Server : std::enable_shared_from_this<Server> {
       auto [ec, n] = co_await stream.async_read_some(s.buffer.prepare(kReadChunkBytes), kNoThrow);
       s.disarm(ec);
       if (ec) co_return in;  // idle timeout, eviction, stop, or the client closed: silently
+      // Evicted after its bytes arrived but before this resumed: its socket is closed, so no
+      // answer could reach the client; nothing of the request is run (it never happened).
+      if (!s.counted && !s.overflow) co_return in;
       s.buffer.commit(n);
     }
     s.enter(Phase::reading);

@@ -144,6 +144,20 @@ TEST_CASE("catalog service: an Idempotency-Key binds the request it was first us
   CHECK(fresh.call("GET", "/v1/prod/namespaces/other").status == 404);
 }
 
+TEST_CASE("catalog service: a drop's key binds whether it purges", "[catalog]") {
+  io::test::TempDir store;
+  CatalogRig rig((store.path() / "lake").string());
+  REQUIRE(rig.call("POST", "/v1/prod/namespaces", R"({"namespace":["ns"]})").status == 200);
+  REQUIRE(rig.call("POST", "/v1/prod/namespaces/ns/tables", R"({"name":"d",)" + kEmptySchema + "}")
+              .status == 200);
+  const std::string table = "/v1/prod/namespaces/ns/tables/d";
+  REQUIRE(rig.call("DELETE", table, "", keyed("k-drop")).status == 204);
+  // The same drop, the default said aloud: its result again.
+  CHECK(rig.call("DELETE", table + "?purgeRequested=false", "", keyed("k-drop")).status == 204);
+  // A drop that purges is another request: never the kept drop's 204 (its files would stay).
+  checkReused(rig.call("DELETE", table + "?purgeRequested=true", "", keyed("k-drop")));
+}
+
 TEST_CASE("catalog service: refusals kept for Idempotency-Keys are bounded in bytes", "[catalog]") {
   io::test::TempDir store;
   CatalogRig rig((store.path() / "lake").string());
@@ -163,7 +177,7 @@ TEST_CASE("catalog service: refusals kept for Idempotency-Keys are bounded in by
   CHECK(bytes < kRequests * 4096);
 }
 
-TEST_CASE("key bindings: a key binds one request; counted in bytes, bounded, and expired",
+TEST_CASE("key bindings: a key binds one request, and is counted in bytes, bounded and expired",
           "[catalog]") {
   using catalog::KeyBindings;
   const Digest one = sha256(asBytes(std::string("one")));

@@ -676,7 +676,7 @@ TEST_CASE("journal: a second owner is refused while the first holds the director
   CHECK(f.open().ok());
 }
 
-TEST_CASE("journal: creation is one locked step; no one comes between the journal and its creator",
+TEST_CASE("journal: creation is one locked step: no one comes between the journal and its creator",
           "[journal]") {
   // Another `init`, or a `status`, trying the directory just after the journal is linked into
   // place: it must find the directory owned, and the creator must keep it (a creator that
