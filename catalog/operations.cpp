@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "base/assert.hpp"
 #include "engine/store/directory_store.hpp"
 
 namespace cairn::catalog {
@@ -737,21 +738,29 @@ asio::awaitable<Outcome<bool>> fork(Request& r, const LakeView& lakeView, const 
 // one in the history after all (a lost answer misjudged) is the request's commit, which must
 // not be applied a second time by a rebase.
 struct EarlierCandidates {
+  // A candidate of this request's that lost (as judged): its metadata file, by name and digest
+  // (the file itself is read again only if it is found landed, so a request that rebases many
+  // times holds no metadata beyond its current attempt's).
+  struct Candidate {
+    std::string location;
+    Digest sha256{};
+  };
   std::uint64_t since = 0;
-  std::vector<std::shared_ptr<const LoadedMetadata>> lost;
+  std::vector<Candidate> lost;
 
-  // The candidate among the commits after `since`, if one is there.
-  std::shared_ptr<const LoadedMetadata> landed(const TableHistory& h) const {
+  // The version (1-based) among the commits after `since` that is one of the candidates, if one
+  // is there.
+  std::optional<std::uint64_t> landed(const TableHistory& h) const {
     for (std::size_t v = std::min<std::size_t>(since, h.versions.size()); v < h.versions.size();
          ++v) {
       for (const auto& candidate : lost) {
-        if (h.versions[v].metadataLocation == candidate->location &&
-            h.versions[v].metadataSha256 == candidate->sha256) {
-          return candidate;
+        if (h.versions[v].metadataLocation == candidate.location &&
+            h.versions[v].metadataSha256 == candidate.sha256) {
+          return v + 1;
         }
       }
     }
-    return nullptr;
+    return std::nullopt;
   }
 };
 
@@ -799,8 +808,12 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
     // commit forks it.
     const bool own = found->state.branch == r.branch;
     if (attempt == 0) earlier.since = tv.history.commits;
-    if (auto landed = own ? earlier.landed(tv.history) : nullptr) {
-      co_return LoadedTable{t, uuid, std::move(landed), false};
+    if (auto landed = own ? earlier.landed(tv.history) : std::nullopt) {
+      auto commitOf = tv.history.version(*landed);
+      CAIRN_ASSERT(commitOf.has_value());
+      auto m = co_await r.lake.metadata(*commitOf, r.budget);
+      if (!m) co_return trouble(m.error());
+      co_return LoadedTable{t, uuid, std::move(*m), false};
     }
     // The key's record in the lake log is never a commit's: only another request's fails it.
     if (auto prior = priorRecord(r, dir); !prior) co_return failureOf(prior);
@@ -853,7 +866,7 @@ asio::awaitable<Outcome<LoadedTable>> commitTable(Request& r, const TableIdent& 
         case Appended::Outcome::unknown:
           co_return unknownOutcome(what, appended->detail);
         case Appended::Outcome::lost:
-          earlier.lost.push_back(std::move(meta));
+          earlier.lost.push_back({meta->location, meta->sha256});
           break;
       }
     }
