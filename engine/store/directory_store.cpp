@@ -75,6 +75,21 @@ asio::awaitable<io::IoResult<void>> syncFd(io::Uring& uring, const io::File& f) 
   co_return co_await uring.fsync(f.fd());
 }
 
+// Unlinks `name` in `parent` and makes that durable: absent already is done; a failed sync
+// leaves the delete uncertain (it may or may not outlive a crash).
+asio::awaitable<StoreResult<void>> unlinkDurably(io::Uring& uring, const io::File& parent,
+                                                 const std::string& name, const std::string& key) {
+  if (::unlinkat(parent.fd(), name.c_str(), 0) != 0) {
+    auto e = io::lastErrno();
+    if (isAbsence(e)) co_return StoreResult<void>{};
+    co_return ioFailure(StoreStatus::failure, "delete " + key, e);
+  }
+  if (auto s = co_await syncFd(uring, parent); !s) {
+    co_return ioFailure(StoreStatus::uncertain, "fsync directory after deleting " + key, s.error());
+  }
+  co_return StoreResult<void>{};
+}
+
 // The entry `name` in `dir`, not followed: what a write may replace or a delete may remove.
 // Absent is fine (nullopt error-free); a symbolic link or non-regular file is refused.
 io::IoResult<bool> regularOrAbsent(const io::File& dir, const std::string& name) {
@@ -424,15 +439,7 @@ asio::awaitable<StoreResult<void>> DirectoryStore::remove(std::string key) {
   auto existing = regularOrAbsent(*parent, at.name);
   if (!existing) co_return ioFailure(StoreStatus::failure, "delete " + key, existing.error());
   if (!*existing) co_return StoreResult<void>{};
-  if (::unlinkat(parent->fd(), at.name.c_str(), 0) != 0) {
-    auto e = io::lastErrno();
-    if (isAbsence(e)) co_return StoreResult<void>{};
-    co_return ioFailure(StoreStatus::failure, "delete " + key, e);
-  }
-  if (auto s = co_await syncFd(uring_, *parent); !s) {
-    co_return ioFailure(StoreStatus::uncertain, "fsync directory after deleting " + key, s.error());
-  }
-  co_return StoreResult<void>{};
+  co_return co_await unlinkDurably(uring_, *parent, at.name, key);
 }
 
 asio::awaitable<StoreResult<void>> DirectoryStore::removeFenced(std::string key,
@@ -471,15 +478,7 @@ asio::awaitable<StoreResult<void>> DirectoryStore::unlinkIfUnchanged(const std::
                             std::to_string(st.st_mtim.tv_sec) + ", not " +
                             std::to_string(fence.modifiedUnixSeconds) + ")");
   }
-  if (::unlinkat(parent->fd(), at.name.c_str(), 0) != 0) {
-    auto e = io::lastErrno();
-    if (isAbsence(e)) co_return StoreResult<void>{};
-    co_return ioFailure(StoreStatus::failure, "delete " + key, e);
-  }
-  if (auto s = co_await syncFd(uring_, *parent); !s) {
-    co_return ioFailure(StoreStatus::uncertain, "fsync directory after deleting " + key, s.error());
-  }
-  co_return StoreResult<void>{};
+  co_return co_await unlinkDurably(uring_, *parent, at.name, key);
 }
 
 asio::awaitable<StoreResult<ListPage>> DirectoryStore::list(std::string prefix,
