@@ -80,6 +80,19 @@ def js(r):
         return {}
 
 
+def one_json(r):
+    """The single JSON object a --json command printed on stdout, or None (none, several, or
+    not an object)."""
+    lines = [line for line in r.stdout.decode(errors="replace").splitlines() if line.strip()]
+    if len(lines) != 1:
+        return None
+    try:
+        value = json.loads(lines[0])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def records(tag, n):
     return "".join(f"{tag} record {i} {'x' * (i % 200)}\n" for i in range(n)).encode()
 

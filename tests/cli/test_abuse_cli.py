@@ -16,7 +16,8 @@ import subprocess
 import tempfile
 import uuid
 
-from cli_support import FakeS3Server, cairn, check, finish, journal_end, js, records, run
+from cli_support import (FakeS3Server, cairn, check, finish, journal_end, js, one_json, records,
+                         run)
 
 
 def sh(script, timeout=60, env=None):
@@ -27,18 +28,6 @@ def sh(script, timeout=60, env=None):
     if env:
         e.update(env)
     return subprocess.run(["bash", "-c", script], capture_output=True, timeout=timeout, env=e)
-
-
-def one_json(r):
-    """The single JSON object a --json command printed on stdout, or None."""
-    lines = [line for line in r.stdout.decode(errors="replace").splitlines() if line.strip()]
-    if len(lines) != 1:
-        return None
-    try:
-        value = json.loads(lines[0])
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def run_t(*args, timeout=20, **kw):

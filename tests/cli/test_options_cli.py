@@ -24,22 +24,10 @@ import subprocess
 import tempfile
 import uuid
 
-from cli_support import cairn, check, finish, records, run
+from cli_support import cairn, check, finish, one_json, records, run
 
 USAGE = 2
 FAILED = 1
-
-
-def one_json(r):
-    """The single JSON object on stdout, or None."""
-    lines = [line for line in r.stdout.decode(errors="replace").splitlines() if line.strip()]
-    if len(lines) != 1:
-        return None
-    try:
-        value = json.loads(lines[0])
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def help_of(path):
