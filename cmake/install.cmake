@@ -1,11 +1,14 @@
 # Install rules and the CMake package: find_package(cairn) gives cairn::engine and the layers
-# below it (cairn::base, cairn::io, cairn::net, cairn::format) and the catalog
-# (cairn::catalog_format, cairn::catalog); pkg-config gives `cairn`. The headers go to
+# below it (cairn::base, cairn::io, cairn::net, cairn::error, cairn::format, cairn::runtime,
+# cairn::store, cairn::journal, cairn::graph, cairn::storelog, cairn::publish, cairn::ops) and
+# the catalog (cairn::catalog, and its rooms: cairn::iceberg, cairn::catalog_format, ...); pkg-config gives `cairn`. The headers go to
 # include/cairn/ (consumers write <cairn/engine/database.hpp>), the `cairn` command to bin/.
 include(CMakePackageConfigHelpers)
 
-set(cairn_exported cairn_base cairn_io cairn_net cairn_format cairn_engine cairn_catalog_format
-    cairn_catalog)
+set(cairn_exported cairn_base cairn_io cairn_net cairn_error cairn_format cairn_runtime
+    cairn_store cairn_journal cairn_graph cairn_storelog cairn_publish cairn_ops cairn_engine
+    cairn_iceberg cairn_catalog_format cairn_catalog_access cairn_catalog_lake cairn_catalog_ops
+    cairn_catalog_maintenance cairn_catalog_rest cairn_catalog)
 foreach(target IN LISTS cairn_exported)
   string(REGEX REPLACE "^cairn_" "" short ${target})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${short})
@@ -19,11 +22,10 @@ install(TARGETS cairn RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_BINARY_DIR}/share/man/man1/cairn.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${PROJECT_BINARY_DIR}/share/bash-completion/completions/cairn
   DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
-# The headers of the installed libraries; the command line's (engine/cli) are its own.
+# The headers of the installed libraries; the command line's (cli/) are its own.
 install(DIRECTORY base io net engine catalog
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cairn
-  FILES_MATCHING PATTERN "*.hpp"
-  PATTERN "cli" EXCLUDE)
+  FILES_MATCHING PATTERN "*.hpp")
 
 set(cairn_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/cairn)
 install(EXPORT cairnTargets NAMESPACE cairn:: DESTINATION ${cairn_cmake_dir})

@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "base/bytes.hpp"
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 #include "perf/s3_env.hpp"
 
 namespace {

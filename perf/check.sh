@@ -22,7 +22,7 @@
 #                           [--from-journal-json FILE] [--from-s3-output FILE]
 #                           [--from-pipeline-output FILE]
 #   --build     the CMake build directory (default build) holding perf/cairn_journal_bench,
-#               perf/cairn_s3_bench and engine/cairn (a Release build)
+#               perf/cairn_s3_bench and cli/cairn (a Release build)
 #   --skip-s3   skip the S3 and pipeline parts: their targets are reported SKIPPED
 #   --json      also write every line, with the raw figures, as JSON to FILE
 #   --out-dir   where the benchmarks' outputs and logs go (default perf/results/check-<UTC time>)
@@ -103,7 +103,7 @@ if [[ $RUN_S3 == 1 || $RUN_PIPELINE == 1 ]]; then
   [[ -x /usr/bin/time ]] || missing+=("/usr/bin/time (apt-get install -y time)")
 fi
 if [[ $RUN_PIPELINE == 1 ]]; then
-  need_bin "$BUILD/engine/cairn" cairn
+  need_bin "$BUILD/cli/cairn" cairn
   need_tool restic "apt-get install -y restic"
   need_tool taskset "apt-get install -y util-linux"
 fi
@@ -276,7 +276,7 @@ if [[ $RUN_PIPELINE == 1 ]]; then
   part pipeline 2400 "${FILE[pipeline]}" "$OUT_DIR/pipeline.log" \
     env MIB="${CHECK_PIPELINE_MIB:-1024}" SMALL_MIB="${CHECK_PIPELINE_SMALL_MIB:-512}" \
     ROUNDS="${CHECK_PIPELINE_ROUNDS:-3}" STEP_TIMEOUT=600 \
-    "$PY" "$REPO/perf/run_pipeline.py" "$BUILD/engine/cairn" "$BUILD/perf/cairn_s3_bench"
+    "$PY" "$REPO/perf/run_pipeline.py" "$BUILD/cli/cairn" "$BUILD/perf/cairn_s3_bench"
 elif [[ $SKIP_S3 == 1 ]]; then
   STATUS[pipeline]=skipped
 elif [[ -n $FROM_PIPELINE ]]; then

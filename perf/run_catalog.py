@@ -2,7 +2,7 @@
 """perf/run_catalog.py: `cairn serve` under load beside the store's own limit for the same
 request pattern, in one run against the same RGW (issue 27, docs/performance.md "The catalog").
 
-    python3 perf/run_catalog.py BUILD/engine/cairn BUILD/perf/cairn_catalog_bench
+    python3 perf/run_catalog.py BUILD/cli/cairn BUILD/perf/cairn_catalog_bench
 
 with the S3_* variables of ../shared/s3/start-rgw.sh set. Each point runs SECONDS (default 10)
 with cairn_catalog_bench (C++, one keep-alive connection per worker):

@@ -2,7 +2,7 @@
 """perf/run_catalog_cold.py: the first load of one long table by a fresh `cairn serve` (issue 27,
 docs/performance.md "The catalog", docs/decisions.md D48).
 
-    python3 perf/run_catalog_cold.py BUILD/engine/cairn [OTHER/cairn ...] [--commits 1300]
+    python3 perf/run_catalog_cold.py BUILD/cli/cairn [OTHER/cairn ...] [--commits 1300]
                                      [--rounds 5] [--json FILE]
 
 with the S3_* variables of ../shared/s3/start-rgw.sh set. For each binary: a lake of its own on
@@ -12,7 +12,7 @@ turn (so drift in the store's speed meets them alike) that lists the namespaces 
 and then loads the table once, timed; and a second, warm load. Printed per binary: the median
 and all cold loads, the store GETs of the cold load (from /metrics,
 cairn_store_operations_total), and the warm load. To compare with one manifest per commit,
-build a second binary with catalog/log.hpp's `AppendOptions::runSegments` set to 1.
+build a second binary with engine/storelog/log.hpp's `AppendOptions::runSegments` set to 1.
 """
 import argparse
 import json

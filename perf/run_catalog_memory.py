@@ -2,7 +2,7 @@
 """perf/run_catalog_memory.py: `cairn serve`'s resident memory against the size of the lake
 (issue 27 item 2, docs/performance.md "The catalog").
 
-    python3 perf/run_catalog_memory.py BUILD/engine/cairn [--tables 10000] [--commits 10000]
+    python3 perf/run_catalog_memory.py BUILD/cli/cairn [--tables 10000] [--commits 10000]
 
 On a directory store (memory does not depend on the store), three lakes: one of 10 tables, one
 of TABLES tables, one whose single table has COMMITS commits (set-properties, so its metadata

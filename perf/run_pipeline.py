@@ -42,7 +42,7 @@ On the bundled RGW:
     CAIRN_RGW_STORE=bluestore CAIRN_RGW_STORE_BYTES=$((24 << 30)) \
       bash ../shared/s3/start-rgw.sh > /tmp/rgw.env
     set -a; . /tmp/rgw.env; set +a
-    python3 perf/run_pipeline.py build/engine/cairn build-s3perf/perf/cairn_s3_bench
+    python3 perf/run_pipeline.py build/cli/cairn build-s3perf/perf/cairn_s3_bench
 Needs rclone, restic and /usr/bin/time (apt-get install -y rclone restic time).
 """
 import json
@@ -57,7 +57,7 @@ import uuid
 import cpu_share  # the local server's processes (same directory)
 from cpu_share import SERVER
 
-cairn = sys.argv[1] if len(sys.argv) > 1 else "build/engine/cairn"
+cairn = sys.argv[1] if len(sys.argv) > 1 else "build/cli/cairn"
 bench = sys.argv[2] if len(sys.argv) > 2 else "build-s3perf/perf/cairn_s3_bench"
 MIB = int(os.environ.get("MIB", "1024"))
 SMALL_MIB = int(os.environ.get("SMALL_MIB", "512"))

@@ -10,7 +10,7 @@
    and reconciling included), with the requests one small checkpoint makes.
 
    set -a; eval "$(bash ../shared/s3/start-rgw.sh)"; set +a
-   python3 perf/run_publish.py build/engine/cairn
+   python3 perf/run_publish.py build/cli/cairn
 Prints a markdown table. Absolute times on a shared 2-core machine are noise; the ratios of
 runs made back to back on the same input are the result.
 """
@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-cairn = sys.argv[1] if len(sys.argv) > 1 else "build/engine/cairn"
+cairn = sys.argv[1] if len(sys.argv) > 1 else "build/cli/cairn"
 MIB = int(os.environ.get("MIB", "256"))
 ROUNDS = int(os.environ.get("ROUNDS", "40"))
 # DIALECT=auto (default) makes every `cairn checkpoint` process probe the store's conditions

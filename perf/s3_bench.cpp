@@ -58,7 +58,7 @@
 #include "engine/runtime/cpu_pool.hpp"
 #include "io/file.hpp"
 #include "io/uring.hpp"
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 #include "perf/s3_env.hpp"
 
 namespace {

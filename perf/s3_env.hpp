@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 
 namespace cairn::perf {
 

@@ -11,11 +11,11 @@ trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in bin/cairn include/cairn/engine/database.hpp include/cairn/net/s3_client.hpp \
+for f in bin/cairn include/cairn/engine/database.hpp include/cairn/net/s3/s3_client.hpp \
   share/man/man1/cairn.1 share/bash-completion/completions/cairn; do
   [[ -e $prefix/$f ]] || { echo "check-install.sh: $f was not installed" >&2; exit 1; }
 done
-if [[ -e $prefix/include/cairn/engine/cli ]] || [[ -e $prefix/include/net ]]; then
+if [[ -e $prefix/include/cairn/cli ]] || [[ -e $prefix/include/net ]]; then
   echo "check-install.sh: headers outside include/cairn, or the command line's" >&2
   exit 1
 fi

@@ -2,6 +2,14 @@
 """Lists the functions of C++ sources that are longer than a bound, longest first.
 
 Usage: python3 scripts/function-lengths.py [--over N] [DIR ...]   (default: 70, engine/)
+       python3 scripts/function-lengths.py --ratchet FILE [--write]
+
+With --ratchet, the bound is 70 and the directories are the sources' (base io net engine
+catalog cli); FILE lists, one per line as `LENGTH PATH NAME`, the functions allowed to be longer
+(the option registrations, data tables and what is still to be split). The check fails on a
+function over the bound that FILE does not list, on a listed one that grew, and on a listed one
+that shrank or is gone (the list only shrinks: write it again with --write). --write writes
+FILE from the tree as it is.
 
 A function is a definition whose body opens at the end of its signature and closes with a
 brace at the signature's indentation (the layout clang-format gives this project). The length
@@ -47,16 +55,11 @@ def functions(path):
         i += 1
 
 
-def main(argv):
-    over = 70
-    dirs = []
-    args = iter(argv[1:])
-    for a in args:
-        if a == "--over":
-            over = int(next(args))
-        else:
-            dirs.append(a)
-    dirs = dirs or ["engine"]
+RATCHET_BOUND = 70
+RATCHET_DIRS = ["base", "io", "net", "engine", "catalog", "cli"]
+
+
+def scan(dirs):
     found = []
     for d in dirs:
         for root, _, names in os.walk(d):
@@ -65,6 +68,66 @@ def main(argv):
                     p = os.path.join(root, n)
                     found += [(length, p, line, name) for name, line, length in functions(p)]
     found.sort(reverse=True)
+    return found
+
+
+def ratchet(path, write):
+    """Compares the functions over the bound with the list in path; returns the exit code."""
+    over = [(length, p, name) for length, p, _, name in scan(RATCHET_DIRS) if length > RATCHET_BOUND]
+    if write:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("# Functions allowed over %d lines (scripts/function-lengths.py --ratchet):\n"
+                    "# LENGTH PATH NAME. The list only shrinks.\n" % RATCHET_BOUND)
+            for length, p, name in sorted(over, key=lambda x: (x[1], x[2])):
+                f.write("%d %s %s\n" % (length, p, name))
+        print("function-lengths.py: wrote %d functions to %s" % (len(over), path))
+        return 0
+    allowed = {}
+    for line in open(path, encoding="utf-8"):
+        if line.strip() and not line.startswith("#"):
+            length, p, name = line.split()
+            allowed[(p, name)] = int(length)
+    problems = []
+    seen = set()
+    for length, p, name in over:
+        key = (p, name)
+        if key in seen:
+            continue
+        seen.add(key)
+        if key not in allowed:
+            problems.append("%s: %s has %d lines (bound %d): split it" % (p, name, length, RATCHET_BOUND))
+        elif length > allowed[key]:
+            problems.append("%s: %s grew from %d to %d lines" % (p, name, allowed[key], length))
+        elif length < allowed[key]:
+            problems.append("%s: %s shrank to %d lines: lower its entry in %s" % (p, name, length, path))
+    for key in allowed:
+        if key not in seen:
+            problems.append("%s: %s is no longer over %d lines: remove it from %s" %
+                            (key[0], key[1], RATCHET_BOUND, path))
+    for p in problems:
+        print(p)
+    if problems:
+        print("function-lengths.py: %d against the ratchet %s" % (len(problems), path))
+        return 1
+    print("function-lengths.py: %d functions over %d lines, all listed" % (len(seen), RATCHET_BOUND))
+    return 0
+
+
+def main(argv):
+    over = 70
+    dirs = []
+    args = iter(argv[1:])
+    for a in args:
+        if a == "--over":
+            over = int(next(args))
+        elif a == "--ratchet":
+            return ratchet(next(args), "--write" in argv)
+        elif a == "--write":
+            pass
+        else:
+            dirs.append(a)
+    dirs = dirs or ["engine"]
+    found = scan(dirs)
     for length, p, line, name in found:
         if length > over:
             print(f"{length:4d}  {p}:{line}  {name}")
@@ -72,4 +135,4 @@ def main(argv):
           f"(of {len(found)} in {', '.join(dirs)})")
 
 
-main(sys.argv)
+sys.exit(main(sys.argv))

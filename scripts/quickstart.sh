@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh build
 bash scripts/build.sh command >/dev/null
-cairn=$PWD/build/engine/cairn
+cairn=$PWD/build/cli/cairn
 dir=${CAIRN_QUICKSTART_DIR:-$(mktemp -d /tmp/cairn-quickstart.XXXXXX)}
 records=${CAIRN_QUICKSTART_RECORDS:-1000000}
 

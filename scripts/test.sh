@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs cairn's whole test suite, as CI does: installs what is missing, checks formatting,
-# model-checks the protocols (spin; in the quick loop too), then builds and runs the tests in
+# Runs cairn's whole test suite, as CI does: installs what is missing, checks formatting, the
+# layering and the function-length ratchet, model-checks the protocols (spin; in the quick loop too), then builds and runs the tests in
 # the release (CMAKE_BUILD_TYPE=Release) build, installs it and builds an embedder's project
 # against the installed package, runs the tests in the ASan+UBSan and TSan builds, and runs
 # every fuzz target briefly. Fails on the first failing step.
@@ -32,8 +32,12 @@ export CAIRN_REQUIRE_S3=1
 trap 'bash "$shared/s3/stop-rgw.sh" --purge >/dev/null 2>&1 || true' EXIT
 
 step "clang-format"
-mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find base io net engine tests perf -name '*.[ch]pp')
+mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find base io net engine catalog cli tests perf -name '*.[ch]pp')
 clang-format --dry-run -Werror "${sources[@]}"
+
+step "the layering (docs/design.md §1.2) and the function-length ratchet"
+python3 scripts/check-layers.py --verbose
+python3 scripts/function-lengths.py --ratchet scripts/long-functions.txt
 
 step "model checking (spin)"
 bash scripts/check-models.sh

@@ -3,7 +3,7 @@
  * requests' handlers at a time in any catalog processes over one table log, with
  * requirements, rebasing on a lost CAS, 200 / 409 / 504 answered as docs/design.md §9.1's commit
  * table says, and Idempotency-Key replay. README, "Steps and the C++ functions", names the
- * C++ function of each step (catalog/operations.cpp, catalog/log.cpp). Checked by
+ * C++ function of each step (catalog/ops/operations.cpp, engine/storelog/log.cpp). Checked by
  * scripts/check-models.sh.
  *
  * Actors

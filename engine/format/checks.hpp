@@ -2,7 +2,7 @@
 #pragma once
 
 #include "base/sha256.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/head.hpp"
 #include "engine/format/manifest.hpp"
 

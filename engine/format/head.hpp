@@ -7,7 +7,7 @@
 
 #include "base/bytes.hpp"
 #include "base/sha256.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/limits.hpp"
 #include "engine/format/uuid.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "base/bytes.hpp"
 #include "base/sha256.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 
 namespace cairn {
 

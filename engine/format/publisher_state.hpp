@@ -36,7 +36,7 @@
 #include <string>
 
 #include "base/bytes.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/head.hpp"
 #include "engine/format/uuid.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "base/bytes.hpp"
 #include "base/sha256.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/limits.hpp"
 
 namespace cairn {

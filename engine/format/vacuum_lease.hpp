@@ -12,7 +12,7 @@
 
 #include "base/bytes.hpp"
 #include "base/result.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/uuid.hpp"
 
 namespace cairn {

@@ -18,7 +18,7 @@
 
 #include "base/bytes.hpp"
 #include "base/sha256.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/journal_format.hpp"
 #include "engine/format/manifest.hpp"
 #include "io/error.hpp"

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/publisher_state.hpp"
 
 namespace cairn {

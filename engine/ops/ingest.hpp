@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "base/bytes.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/journal/journal.hpp"
 #include "engine/publish/publisher.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "base/bytes.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/uuid.hpp"
 #include "engine/format/vacuum_lease.hpp"
 #include "engine/runtime/budget.hpp"

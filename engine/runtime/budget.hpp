@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/runtime/async.hpp"
 
 namespace cairn {

@@ -37,7 +37,7 @@
 #include <optional>
 #include <utility>
 
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/runtime/async.hpp"
 
 namespace cairn {

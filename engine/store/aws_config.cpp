@@ -9,8 +9,8 @@
 #include <system_error>
 
 #include "base/bytes.hpp"
-#include "net/http_client.hpp"
-#include "net/s3_client.hpp"
+#include "net/http/http_client.hpp"
+#include "net/s3/s3_client.hpp"
 
 namespace cairn {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "base/result.hpp"
 #include "engine/store/store_url.hpp"
-#include "net/sigv4.hpp"
+#include "net/s3/sigv4.hpp"
 
 namespace cairn {
 

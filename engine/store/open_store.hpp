@@ -8,7 +8,7 @@
 #include "engine/store/directory_store.hpp"
 #include "engine/store/object_store.hpp"
 #include "engine/store/store_url.hpp"
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 
 namespace cairn {
 

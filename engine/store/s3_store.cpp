@@ -4,7 +4,7 @@
 
 #include "engine/runtime/async.hpp"
 #include "engine/store/aws_config.hpp"
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 
 namespace cairn {
 

@@ -9,7 +9,7 @@
 
 #include "engine/store/object_store.hpp"
 #include "engine/store/store_url.hpp"
-#include "net/s3_dialect.hpp"
+#include "net/s3/s3_dialect.hpp"
 
 namespace cairn {
 

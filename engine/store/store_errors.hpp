@@ -1,7 +1,7 @@
 // Turning a store outcome into the engine's typed error, naming the object.
 #pragma once
 
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/store/object_store.hpp"
 
 namespace cairn {

@@ -6,8 +6,8 @@
 
 #include "base/bytes.hpp"
 #include "engine/store/object_store.hpp"
-#include "net/http_client.hpp"
-#include "net/s3_client.hpp"
+#include "net/http/http_client.hpp"
+#include "net/s3/s3_client.hpp"
 
 namespace cairn {
 namespace {

@@ -23,13 +23,13 @@
 #include <thread>
 #include <vector>
 
-#include "catalog/config.hpp"
-#include "catalog/lake.hpp"
-#include "catalog/service.hpp"
+#include "catalog/access/config.hpp"
+#include "catalog/lake/lake.hpp"
+#include "catalog/rest/service.hpp"
 #include "engine/store/open_store.hpp"
 #include "io/file.hpp"
 #include "io/uring.hpp"
-#include "net/http_server.hpp"
+#include "net/http/http_server.hpp"
 #include "tests/io/io_test_support.hpp"
 
 namespace cairn::test {

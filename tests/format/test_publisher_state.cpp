@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "base/bytes.hpp"
-#include "engine/format/error.hpp"
+#include "engine/error.hpp"
 #include "engine/format/head.hpp"
 #include "engine/format/publisher_state.hpp"
 #include "engine/format/uuid.hpp"

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "catalog/table_metadata.hpp"
-#include "catalog/table_update.hpp"
+#include "catalog/iceberg/table_metadata.hpp"
+#include "catalog/iceberg/table_update.hpp"
 
 namespace {
 

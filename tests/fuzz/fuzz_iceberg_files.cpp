@@ -1,10 +1,10 @@
-// Fuzzes the readers of Iceberg's Avro files (catalog/iceberg_files.hpp), which hand the bytes
-// to Avro C only after bounding them: the first byte picks the manifest list's reader (even) or
-// the manifest's (odd). Any input is read or refused with code format, without a crash, a
+// Fuzzes the readers of Iceberg's Avro files (catalog/iceberg/iceberg_files.hpp), which hand the
+// bytes to Avro C only after bounding them: the first byte picks the manifest list's reader (even)
+// or the manifest's (odd). Any input is read or refused with code format, without a crash, a
 // sanitizer report or an allocation past libFuzzer's bound.
 #include <cstdlib>
 
-#include "catalog/iceberg_files.hpp"
+#include "catalog/iceberg/iceberg_files.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -1,9 +1,9 @@
-// Fuzzes the catalog logs' record decoders (catalog/log_record.hpp): the first byte picks the
-// lake log's (even) or a table log's (odd); an accepted record re-encodes to exactly the input.
+// Fuzzes the catalog logs' record decoders (catalog/format/log_record.hpp): the first byte picks
+// the lake log's (even) or a table log's (odd); an accepted record re-encodes to exactly the input.
 #include <cstdlib>
 #include <cstring>
 
-#include "catalog/log_record.hpp"
+#include "catalog/format/log_record.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "catalog/table_metadata.hpp"
+#include "catalog/iceberg/table_metadata.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -37,7 +37,7 @@
 
 #include "base/bytes.hpp"
 #include "base/sha256.hpp"
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 
 namespace cairn::net::test {
 

@@ -22,8 +22,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "net/http_client.hpp"
-#include "net/http_server.hpp"
+#include "net/http/http_client.hpp"
+#include "net/http/http_server.hpp"
 #include "tests/net/net_test_support.hpp"
 #include "tests/net/tls_test_support.hpp"
 

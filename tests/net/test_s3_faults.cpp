@@ -13,9 +13,9 @@
 #include "engine/store/s3_store.hpp"
 #include "engine/store/store_errors.hpp"
 #include "engine/store/store_url.hpp"
-#include "net/http_client.hpp"
-#include "net/s3_client.hpp"
-#include "net/s3_dialect.hpp"
+#include "net/http/http_client.hpp"
+#include "net/s3/s3_client.hpp"
+#include "net/s3/s3_dialect.hpp"
 #include "tests/net/net_test_support.hpp"
 
 namespace {

@@ -10,7 +10,7 @@
 #include "engine/store/s3_store.hpp"
 #include "engine/store/store_errors.hpp"
 #include "engine/store/store_url.hpp"
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 #include "tests/net/net_test_support.hpp"
 
 namespace {

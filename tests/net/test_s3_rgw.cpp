@@ -13,9 +13,9 @@
 #include <random>
 #include <set>
 
-#include "net/http_client.hpp"
-#include "net/s3_client.hpp"
-#include "net/s3_dialect.hpp"
+#include "net/http/http_client.hpp"
+#include "net/s3/s3_client.hpp"
+#include "net/s3/s3_dialect.hpp"
 #include "tests/net/net_test_support.hpp"
 
 namespace {

@@ -31,7 +31,7 @@
 
 #include "base/bytes.hpp"
 #include "base/sha256.hpp"
-#include "net/sigv4.hpp"
+#include "net/s3/sigv4.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <memory>
 
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 #include "tests/net/net_test_support.hpp"
 #include "tests/net/tls_test_support.hpp"
 

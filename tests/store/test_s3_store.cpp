@@ -13,7 +13,7 @@
 #include "engine/journal/journal.hpp"
 #include "engine/store/s3_store.hpp"
 #include "io/uring.hpp"
-#include "net/s3_client.hpp"
+#include "net/s3/s3_client.hpp"
 #include "tests/store/s3_test_env.hpp"
 #include "tests/store/store_conformance.hpp"
 

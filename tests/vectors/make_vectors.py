@@ -2875,7 +2875,7 @@ class Gen:
         for name, kind, data, why in self.bad_records:
             w(f'    {{"{name}", "{kind}", {strlit(data)}, {len(data)}u, {strlit(why.encode())}}},')
         w("};")
-        w("// Iceberg manifest lists and manifests as Avro container files (catalog/iceberg_files.hpp),")
+        w("// Iceberg manifest lists and manifests as Avro container files (catalog/iceberg/iceberg_files.hpp),")
         w("// written by this script's own encoder; hex.")
         w("inline constexpr AvroFileVector kAvroFiles[] = {")
         for name, kind, data, entries in self.avro_files:
