@@ -1,8 +1,6 @@
 // The catalog's commands (docs/catalog.md): `lake create`, `token create` and `serve`.
 #include <unistd.h>
 #include <algorithm>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
@@ -12,21 +10,20 @@
 
 #include "catalog/access/config.hpp"
 #include "catalog/format/names.hpp"
+#include "catalog/lake/create.hpp"
 #include "catalog/lake/lake.hpp"
+#include "catalog/maintenance/expire.hpp"
 #include "catalog/maintenance/gc.hpp"
 #include "catalog/maintenance/retention.hpp"
 #include "catalog/ops/operations.hpp"
+#include "catalog/rest/server.hpp"
 #include "catalog/rest/service.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "cli/run.hpp"
 #include "engine/store/aws_config.hpp"
-#include "engine/store/counting_store.hpp"
 #include "engine/store/open_store.hpp"
-#include "engine/store/store_errors.hpp"
-#include "engine/storelog/log.hpp"
 #include "io/uring.hpp"
-#include "net/http/http_server.hpp"
 
 namespace cairn::cli {
 
@@ -70,52 +67,6 @@ Res<std::optional<StsSettings>> stsOf(const std::string& storeUrl, const std::st
   return std::optional<StsSettings>{StsSettings{role, endpoint, region}};
 }
 
-// The lake's log, created (its first record) or found: an existing log must be this lake's,
-// under this configuration's publisher.
-asio::awaitable<Res<bool>> ensureLakeLog(io::Uring& uring, const std::string& url,
-                                         const std::string& id, const Uuid& publisher) {
-  auto parsed = parseStoreUrl(url);
-  if (!parsed) co_return err(Errc::usage, "--store: " + parsed.error());
-  auto store =
-      openStore(uring, co_await asio::this_coro::executor, *parsed, StoreCreation::createIfMissing);
-  if (!store) co_return err(Errc::usage, "--store: " + store.error());
-  auto probe = co_await (*store)->requireConditionalWrites();
-  if (!probe) {
-    Error e = storeError(probe.error(), (*store)->describe()).error;
-    e.message =
-        "the store must enforce conditional writes before a lake is created in it: " + e.message;
-    co_return Failure<Error>{std::move(e)};
-  }
-  Lake lake(id, std::move(*store), *parsed, publisher, 0);
-  OperationBudget budget;
-  auto existing = co_await lake.directory(budget);
-  if (existing) co_return false;  // already there, and verified as this lake's
-  if (existing.error().code != Errc::missing || !existing.error().key.empty()) {
-    co_return failureOf(existing);
-  }
-  auto record = encodeLakeRecord(LakeRecord{LakeCreated{id}, unixSecondsNow() * 1000, {}});
-  if (!record) co_return failureOf(record);
-  LogAppend what;
-  what.records.push_back(std::move(*record));
-  const std::optional<LogCursor> none;
-  auto appended = co_await appendLog(lake.store(), lake.logIdentity(), none, what, budget);
-  if (!appended) co_return failureOf(appended);
-  switch (appended->outcome) {
-    case Appended::Outcome::committed:
-      co_return true;
-    case Appended::Outcome::lost: {
-      // Another process created it meanwhile: it must be this lake's.
-      auto again = co_await lake.directory(budget);
-      if (!again) co_return failureOf(again);
-      co_return false;
-    }
-    case Appended::Outcome::unknown:
-      break;
-  }
-  co_return err(Errc::uncertain, "whether the lake log was created is unknown (" +
-                                     appended->detail + "); run the command again");
-}
-
 int runLakeCreate(const LakeCreateOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   // A directory store is recorded absolute, so `cairn serve` finds it from any directory.
@@ -156,7 +107,7 @@ int runLakeCreate(const LakeCreateOptions& o) {
   }
   bool created = false;
   const int code = runAsync([&](io::Uring& uring) -> asio::awaitable<int> {
-    auto made = co_await ensureLakeLog(uring, store, o.lake, publisher);
+    auto made = co_await createLakeLog(uring, store, o.lake, publisher);
     if (!made) co_return reportJson(o.json, made.error(), secondsSince(started));
     created = *made;
     co_return 0;
@@ -440,201 +391,74 @@ struct LakeExpireOptions {
   bool json = false;
 };
 
-// The snapshots a lease or a protection holds in `table`, at `nowMs`.
-std::set<std::int64_t> heldSnapshots(const LakeDirectory& dir, const Uuid& table,
-                                     std::int64_t nowMs) {
-  std::set<std::int64_t> held;
-  for (const auto& [_, lease] : dir.leasesOf(table, nowMs)) {
-    if (lease.snapshotId) held.insert(*lease.snapshotId);
+// What `lake expire` prints of one table (text), as it goes.
+void printTableExpiry(const TableExpiry& t) {
+  const std::string name = t.table + (t.branch ? " on " + *t.branch : "");
+  if (t.skipped) std::printf("%s: skipped: %s\n", name.c_str(), t.skipped->c_str());
+  if (t.planned) {
+    std::printf(
+        "%s: %zu snapshots, %zu expire, %zu refs removed, %zu kept by leases or protection\n",
+        name.c_str(), t.snapshots, t.expire.size(), t.removeRefs.size(), t.keptForCatalog.size());
   }
-  for (auto id : dir.protectedOf(table)) held.insert(id);
-  return held;
+  if (t.errorCode) {
+    std::fprintf(stderr, "%s: %s: %s\n", name.c_str(), t.errorCode->c_str(), t.errorReason.c_str());
+  }
 }
 
-// The snapshots the table's state on main and on each catalog branch it was written on points
-// its refs at: retention on main and on every branch keeps them (a branch that still follows
-// its parent shows the parent's state, whose refs retention keeps anyway).
-asio::awaitable<Outcome<std::set<std::int64_t>>> branchHeldSnapshots(Request& r,
-                                                                     const LakeDirectory& dir,
-                                                                     const TableIdent& ident,
-                                                                     const Uuid& table) {
-  std::set<std::int64_t> held;
-  std::vector<std::optional<std::string>> states{std::nullopt};  // main, then each fork
-  for (const auto& [at, _] : dir.forks) {
-    if (at.second == table.text()) states.emplace_back(at.first);
+JsonObject tableExpiryJson(const TableExpiry& t) {
+  JsonObject out;
+  out.add("table", t.table);
+  if (t.branch) out.add("branch", *t.branch);
+  if (t.planned) {
+    JsonArray ids, refs, kept;
+    for (auto id : t.expire) ids.add(JsonObject{}.add("snapshot_id", id));
+    for (const auto& name : t.removeRefs) refs.add(JsonObject{}.add("ref", name));
+    for (auto id : t.keptForCatalog) kept.add(JsonObject{}.add("snapshot_id", id));
+    out.add("snapshots", std::uint64_t{t.snapshots})
+        .add("expire", std::move(ids))
+        .add("remove_refs", std::move(refs))
+        .add("kept_for_catalog", std::move(kept));
   }
-  if (states.size() == 1) co_return held;  // no branch: main's refs are kept by Iceberg's rules
-  for (const auto& branch : states) {
-    Request on{r.lake, OperationBudget{}, std::nullopt, r.nowMs, r.maxRebases, r.role};
-    on.branch = branch;
-    auto loaded = co_await loadTable(on, ident);
-    if (!loaded) co_return failureOf(loaded);
-    for (const auto& [_, ref] : loaded->metadata->metadata.refs) held.insert(ref.snapshotId);
-  }
-  co_return held;
+  if (t.metadataLocation) out.add("metadata_location", *t.metadataLocation);
+  if (t.skipped) out.add("skipped", *t.skipped);
+  if (t.errorCode) out.add("error", *t.errorCode).add("reason", t.errorReason);
+  return out;
 }
 
-// Retention over a lake's tables (dry-run unless --apply): each table's plan, then, with
-// --apply, its commit through the catalog's commit path (a concurrent change makes the plan be
-// made again, at most a few times).
-constexpr int kExpireAttempts = 5;  // plans per table when commits keep moving it
-
+// Retention over a lake's tables (dry-run unless --apply): catalog/maintenance/expire.hpp.
 int runLakeExpire(const LakeExpireOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   return runOnLake(
       o.config, o.lake, o.json, 64u << 20,
       [&](Lake& lake, const CatalogConfig& config) -> asio::awaitable<int> {
-        OperationBudget budget;
-        auto view = co_await lake.directory(budget);
-        if (!view) co_return reportJson(o.json, view.error(), secondsSince(started));
-        // Each table on main, and on each branch it was written on (its branch-local log).
-        struct Target {
-          TableIdent ident;
-          std::optional<std::string> branch;
-          Uuid uuid;
-        };
-        std::vector<Target> tables;
-        const LakeDirectory& lakeDir = (*view)->dir;
-        for (const auto& [ident, entry] : lakeDir.tables) {
-          if (!o.table.empty() && displayName(ident) != o.table) continue;
-          tables.push_back(Target{ident, std::nullopt, entry.uuid});
-          for (const auto& [at, _] : lakeDir.forks) {
-            if (at.second == entry.uuid.text())
-              tables.push_back(Target{ident, at.first, entry.uuid});
-          }
-        }
-        if (!o.table.empty() && tables.empty()) {
-          co_return reportJson(o.json,
-                               Error{Errc::usage, "no table " + o.table + " in lake " + o.lake},
-                               secondsSince(started));
-        }
-        JsonArray reports;
-        std::uint64_t expired = 0, failed = 0;
-        std::map<std::string, std::set<std::int64_t>> byBranches;  // by table UUID, read once
-        std::uint64_t visited = 0;
-        for (const Target& target : tables) {
-          // A signal stops the walk between tables (a commit in flight has finished).
-          if (interruptedBy() != 0) break;
-          const TableIdent& ident = target.ident;
-          const std::string name =
-              displayName(ident) + (target.branch ? " on " + *target.branch : "");
-          setItems("tables", visited++, tables.size());
+        ExpireSettings settings;
+        settings.table = o.table;
+        settings.apply = o.apply;
+        settings.beforeTable = [](const std::string& name, std::size_t done, std::size_t total) {
+          if (interruptedBy() != 0) return true;  // stops between tables
+          setItems("tables", done, total);
           setPhase(name);
-          JsonObject t;
-          t.add("table", displayName(ident));
-          if (target.branch) t.add("branch", *target.branch);
-          bool done = false, stopped = false;
-          auto fail = [&](const std::string& code, const std::string& reason) {
-            t.add("error", code).add("reason", reason);
-            if (!o.json) {
-              std::fprintf(stderr, "%s: %s: %s\n", name.c_str(), code.c_str(), reason.c_str());
-            }
-            ++failed;
-            stopped = true;
-          };
-          for (int attempt = 0; attempt < kExpireAttempts && !done && !stopped; ++attempt) {
-            Request r{lake,
-                      OperationBudget{},
-                      std::nullopt,
-                      unixSecondsNow() * 1000,
-                      config.server.commitRebases,
-                      Role::readWrite};
-            r.branch = target.branch;
-            auto loaded = co_await loadTable(r, ident);
-            if (!loaded) {
-              fail(loaded.error().reason, loaded.error().message);
-              break;
-            }
-            auto dir = co_await lake.directory(r.budget);
-            if (!dir) {
-              fail("store-unavailable", dir.error().message);
-              break;
-            }
-            const TableMetadata& m = loaded->metadata->metadata;
-            std::set<std::int64_t> held = heldSnapshots((*dir)->dir, loaded->uuid, r.nowMs);
-            auto known = byBranches.find(target.uuid.text());
-            if (known == byBranches.end()) {
-              auto read = co_await branchHeldSnapshots(r, (*dir)->dir, ident, target.uuid);
-              if (!read) {
-                fail(read.error().reason, read.error().message);
-                break;
-              }
-              known = byBranches.emplace(target.uuid.text(), std::move(*read)).first;
-            }
-            held.insert(known->second.begin(), known->second.end());
-            RetentionDefaults defaults;
-            if (target.branch) {
-              auto b = (*dir)->dir.branches.find(*target.branch);
-              if (b != (*dir)->dir.branches.end()) {
-                defaults =
-                    RetentionDefaults{b->second.maxSnapshotAgeMs, b->second.minSnapshotsToKeep};
-                if (b->second.expiresMs && *b->second.expiresMs <= r.nowMs) {
-                  t.add("skipped", "the branch expired: it is read-only until dropped");
-                  if (!o.json) std::printf("%s: skipped: the branch expired\n", name.c_str());
-                  stopped = true;
-                  break;
-                }
-              }
-            }
-            auto plan = planRetention(m, r.nowMs, held, defaults);
-            if (!plan) {  // gc.enabled=false, or a retention property that is not a number
-              t.add("skipped", plan.error().message);
-              if (!o.json)
-                std::printf("%s: skipped: %s\n", name.c_str(), plan.error().message.c_str());
-              stopped = true;
-              break;
-            }
-            JsonArray ids, refs, kept;
-            for (auto id : plan->snapshotsToRemove) ids.add(JsonObject{}.add("snapshot_id", id));
-            for (const auto& name : plan->refsToRemove) refs.add(JsonObject{}.add("ref", name));
-            for (auto id : plan->keptForTheCatalog) kept.add(JsonObject{}.add("snapshot_id", id));
-            t.add("snapshots", std::uint64_t{m.snapshots.size()})
-                .add("expire", std::move(ids))
-                .add("remove_refs", std::move(refs))
-                .add("kept_for_catalog", std::move(kept));
-            if (!o.json) {
-              std::printf(
-                  "%s: %zu snapshots, %zu expire, %zu refs removed, %zu kept by leases or "
-                  "protection\n",
-                  name.c_str(), m.snapshots.size(), plan->snapshotsToRemove.size(),
-                  plan->refsToRemove.size(), plan->keptForTheCatalog.size());
-            }
-            if (!o.apply || plan->empty()) {
-              done = true;
-              break;
-            }
-            const CommitTableRequest commit = retentionCommit(m, *plan);
-            r.idempotencyKey = Uuid::random().text();
-            auto committed = co_await commitTable(r, ident, commit);
-            if (committed) {
-              t.add("metadata_location", committed->metadata->location);
-              expired += plan->snapshotsToRemove.size();
-              done = true;
-            } else if (committed.error().status != 409) {
-              fail(committed.error().reason, committed.error().message);
-              break;
-            }  // 409: the table changed since the plan was made: plan again
-          }
-          if (!done && !stopped) {
-            fail("contention", "the table changed under each of " +
-                                   std::to_string(kExpireAttempts) + " plans; run it again");
-          }
-          reports.add(std::move(t));
-        }
+          return false;
+        };
+        if (!o.json) settings.afterTable = printTableExpiry;
+        auto report = co_await expireLake(lake, config, settings);
+        if (!report) co_return reportJson(o.json, report.error(), secondsSince(started));
         if (o.json) {
+          JsonArray tables;
+          for (const auto& t : report->tables) tables.add(tableExpiryJson(t));
           printJson(JsonObject{}
-                        .add("ok", failed == 0)
+                        .add("ok", report->failed == 0)
                         .add("lake", o.lake)
                         .add("apply", o.apply)
-                        .add("tables", std::move(reports))
-                        .add("snapshots_expired", expired)
+                        .add("tables", std::move(tables))
+                        .add("snapshots_expired", report->expired)
                         .add("seconds", secondsSince(started)));
         } else if (o.apply) {
-          std::printf("%llu snapshots expired\n", static_cast<unsigned long long>(expired));
+          std::printf("%llu snapshots expired\n", static_cast<unsigned long long>(report->expired));
         } else {
           std::printf("dry run: nothing was changed (--apply commits the plans)\n");
         }
-        co_return failed == 0 ? 0 : kExitFailed;
+        co_return report->failed == 0 ? 0 : kExitFailed;
       });
 }
 
@@ -822,59 +646,21 @@ int runServe(const ServeOptions& o) {
   }
   auto listen = parseListen(o.listen);
   if (!listen) return report(listen.error());
-  auto serveLakes = [&](io::Uring& uring) -> asio::awaitable<int> {
-    auto executor = co_await asio::this_coro::executor;
-    std::vector<std::unique_ptr<Lake>> lakes;
-    for (const auto& l : config->lakes) {
-      auto parsed = parseStoreUrl(l.store);
-      if (!parsed) co_return report(Error{Errc::usage, "lake " + l.id + ": " + parsed.error()});
-      // Resolved once here: the lake hands clients the endpoint and region the store uses.
-      auto url = resolveStoreUrl(*parsed);
-      if (!url) co_return report(Error{Errc::usage, "lake " + l.id + ": " + url.error()});
-      // Unless the URL says otherwise, every request the server admits can have a store
-      // request under way without waiting for a connection (docs/catalog.md).
-      if (!url->connections) {
-        url->connections = static_cast<std::size_t>(
-            std::min<std::uint64_t>(config->server.maxInFlight, kMaxStoreConnections));
-      }
-      auto store = openStore(uring, executor, *url);
-      if (!store) co_return report(Error{Errc::usage, "lake " + l.id + ": " + store.error()});
-      // Counted for GET /metrics.
-      lakes.push_back(
-          std::make_unique<Lake>(l.id, std::make_unique<CountingStore>(std::move(*store)), *url,
-                                 config->publisher, config->server.cacheBytes, &l));
-    }
-    CatalogService service(o.config, *config, std::move(lakes));
-    co_await service.checkReadiness();
-    net::ServerOptions options;
-    options.host = listen->first;
-    options.port = listen->second;
-    options.maxBodyBytes = config->server.maxBodyBytes;
-    options.maxConnections = config->server.maxConnections;
-    options.maxConnectionsPerAddress = config->server.maxConnectionsPerAddress;
-    options.maxInFlight = config->server.maxInFlight;
-    options.idleTimeout = std::chrono::seconds(config->server.idleTimeoutSeconds);
-    if (config->server.tlsCertificate) {
-      options.tls = net::ServerTls{*config->server.tlsCertificate, *config->server.tlsPrivateKey};
-    }
-    options.log = net::jsonLogLines(stderr);
-    service.attachTo(options);
-    net::HttpServer server(executor, options, [&service](const net::ServerRequest& req) {
-      return service.handle(req);
-    });
-    if (auto started = server.start(); !started) {
-      co_return report(Error{Errc::usage, started.error()});
-    }
+  ServeSettings settings;
+  settings.configPath = o.config;
+  settings.host = listen->first;
+  settings.port = listen->second;
+  settings.onListening = [&](std::uint16_t port) {
     std::fprintf(stderr, "cairn: serving %zu lake(s) on %s:%u\n", config->lakes.size(),
-                 listen->first.c_str(), unsigned(server.port()));
-    asio::steady_timer stopped(executor, asio::steady_timer::time_point::max());
-    server.stopOnSignals([&stopped] { stopped.cancel(); });
-    boost::system::error_code ec;
-    co_await stopped.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    co_return 0;
+                 listen->first.c_str(), unsigned(port));
   };
-  // The server drains its requests on SIGTERM itself (stopOnSignals).
-  return runAsync(serveLakes, /*handleSignals=*/false);
+  // The server drains its requests on SIGTERM itself (catalog/rest/server.hpp).
+  return runAsync(
+      [&](io::Uring& uring) -> asio::awaitable<int> {
+        auto served = co_await serveLakes(uring, *config, settings);
+        co_return served ? 0 : report(served.error());
+      },
+      /*handleSignals=*/false);
 }
 
 }  // namespace
