@@ -1,7 +1,12 @@
 #include "cli/run.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -17,6 +22,28 @@ namespace cairn::cli {
 namespace {
 // The command's --timeout (one command runs per process); 0: none.
 double commandTimeoutSeconds = 0;
+
+// Descriptors a command must be able to open before its event loop is built (D63): the loop
+// and the ring take five (Asio's eventfd, epoll and timerfd, the io_uring, its eventfd), the
+// command its journal, lock, directories, files and connections.
+constexpr std::size_t kMinFreeDescriptors = 32;
+
+// Whether kMinFreeDescriptors more descriptors can be opened now (all are closed again). Only
+// EMFILE and ENFILE say no; any other refusal of the probe leaves the answer to the command.
+bool descriptorsToSpare() {
+  std::array<int, kMinFreeDescriptors> probe{};
+  std::size_t opened = 0;
+  bool spare = true;
+  for (; opened < probe.size(); ++opened) {
+    probe[opened] = ::eventfd(0, EFD_CLOEXEC);
+    if (probe[opened] < 0) {
+      spare = errno != EMFILE && errno != ENFILE;
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < opened; ++i) ::close(probe[i]);
+  return spare;
+}
 }  // namespace
 
 void addTimeoutOption(CLI::App* cmd, double defaultSeconds) {
@@ -35,6 +62,12 @@ int runAsync(const std::function<boost::asio::awaitable<int>(io::Uring&)>& body,
     net::setProcessDeadline(std::chrono::steady_clock::now() +
                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                 std::chrono::duration<double>(commandTimeoutSeconds)));
+  }
+  if (!descriptorsToSpare()) {
+    return report(Error{Errc::io, "out of a system resource: fewer than " +
+                                      std::to_string(kMinFreeDescriptors) +
+                                      " file descriptors free (the descriptor limit, ulimit -n, "
+                                      "is too low)"});
   }
   boost::asio::io_context context(1);
   auto uring = io::Uring::create(context);

@@ -256,7 +256,12 @@ def defect_9_descriptors(tmp):
     commands = [["journal", db], ["status", db], ["checkpoint", db], ["verify", db],
                 ["store", "ls", store], ["append", db], ["log", "--store", store, "--namespace",
                                                          str(uuid.uuid4())]]
-    for limit in range(4, 10):
+    # UBSan's vptr check opens a pipe (two descriptors) on each miss in its type cache, and
+    # calls a valid object invalid when it cannot (D63). With the three standard streams open,
+    # `ulimit -n` 4 leaves one: a UBSan build misreports in its static initialisers, before
+    # cairn's code runs. Such a build starts at 5; the others at 4.
+    ubsan = b"libubsan" in subprocess.run(["ldd", cairn], capture_output=True).stdout
+    for limit in (*range(5 if ubsan else 4, 10), 12, 16):
         for args in commands:
             def low(limit=limit):
                 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
@@ -265,11 +270,12 @@ def defect_9_descriptors(tmp):
             out = one_json(p)
             what = f"ulimit -n {limit}: {args[0]}: exit {p.returncode}, {p.stdout[:300]!r}, " \
                    f"{p.stderr[:300]!r}"
+            check(b"runtime error:" not in p.stderr and b"Sanitizer" not in p.stderr, what)
             if p.returncode == 0:
                 check(out is not None and out.get("ok") is True, what)
                 continue
             check(p.returncode == FAILED and out is not None and out.get("ok") is False and
-                  out.get("error") not in (None, "internal"), what)
+                  out.get("error") == "io" and "ulimit -n" in out.get("reason", ""), what)
             check(p.stderr.decode().startswith("cairn: "), what)
 
 
