@@ -2,6 +2,8 @@
 
 #include "catalog/lake/directory.hpp"
 
+#include <utility>
+
 namespace cairn::catalog {
 
 namespace {
@@ -24,6 +26,41 @@ KeyBindings::Found KeyBindings::find(const std::string& key, const Digest& reque
   if (it == byKey_.end()) return {};
   if (it->second.request != request) return {Found::Kind::other, nullptr};
   return {Found::Kind::same, it->second.refusal ? &*it->second.refusal : nullptr};
+}
+
+KeyBindings::Entered KeyBindings::enter(const std::string& key, const Digest& request,
+                                        Clock::time_point now) {
+  using Kind = Entered::Kind;
+  if (auto it = flying_.find(key); it != flying_.end()) {
+    return Entered{it->second == request ? Kind::flying : Kind::other};
+  }
+  const Found found = find(key, request, now);
+  if (found.kind == Found::Kind::other) return Entered{Kind::other};
+  if (found.refusal) return Entered{Kind::kept, found.refusal};
+  if (flying_.size() >= maxInFlight_) return Entered{Kind::full};
+  flying_.emplace(key, request);
+  return Entered{Kind::admitted, nullptr, Flight(this, key, request)};
+}
+
+KeyBindings::Flight::Flight(Flight&& other) noexcept
+    : owner_(std::exchange(other.owner_, nullptr)),
+      key_(std::move(other.key_)),
+      request_(other.request_) {}
+
+KeyBindings::Flight::~Flight() {
+  if (owner_) land(std::nullopt);  // cut off: what the log holds of it is unknown
+}
+
+void KeyBindings::Flight::land(std::optional<net::ServerResponse> refusal) {
+  if (!owner_) return;
+  owner_->bind(key_, request_, std::move(refusal), Clock::now());
+  abandon();
+}
+
+void KeyBindings::Flight::abandon() {
+  if (!owner_) return;
+  owner_->flying_.erase(key_);
+  owner_ = nullptr;
 }
 
 void KeyBindings::bind(const std::string& key, const Digest& request,

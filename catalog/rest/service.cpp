@@ -598,6 +598,9 @@ struct CatalogService::Impl {
   asio::awaitable<ServerResponse> serve(const ServerRequest& req, const Matched& m, Caller caller);
   asio::awaitable<ServerResponse> operate(const ServerRequest& req, const Matched& m,
                                           const Caller& caller);
+  // A change sent with an Idempotency-Key `key`: operate()d only when `bindings` admits it.
+  asio::awaitable<ServerResponse> keyed(const ServerRequest& req, const Matched& m,
+                                        const Caller& caller, const std::string& key);
   asio::awaitable<ServerResponse> credentials(const ServerRequest& req, const TableIdent& t,
                                               Request& r);
   asio::awaitable<ServerResponse> leases(const ServerRequest& req, const Matched& m,
@@ -878,27 +881,47 @@ asio::awaitable<ServerResponse> CatalogService::Impl::serve(const ServerRequest&
     }
   }
   if (!mutation || !key) co_return co_await operate(req, m, caller);
-  // The key binds the request it was first used for in this process: another request with it
-  // is refused, a refusal is given again to the same request (the spec's finalized 4xx); a
-  // success is replayed from the log's record of it, by any process (operations.hpp), which
-  // also tells another request from it.
-  const std::string bound = lake.id() + '\n' + *key;
-  const Digest digest = requestDigest(req);
-  const auto found = bindings.find(bound, digest, std::chrono::steady_clock::now());
-  if (found.kind == KeyBindings::Found::Kind::other) {
-    co_return error(422, "UnprocessableEntityException", "idempotency-key-reused",
-                    "this Idempotency-Key was used by another request (another route, target or "
-                    "body); a key binds the request it was first used for");
+  co_return co_await keyed(req, m, caller, *key);
+}
+
+asio::awaitable<ServerResponse> CatalogService::Impl::keyed(const ServerRequest& req,
+                                                            const Matched& m, const Caller& caller,
+                                                            const std::string& key) {
+  // The key binds the request it was first used for in this process, from its admission on
+  // (before its operation runs): another request with it is refused, the same one while it is
+  // in flight told to retry, a refusal given again (the spec's finalized 4xx); a success is
+  // replayed from the log's record of it, by any process (operations.hpp), which also tells
+  // another request from it.
+  auto entered = bindings.enter(caller.lake->id() + '\n' + key, requestDigest(req),
+                                std::chrono::steady_clock::now());
+  using Entered = KeyBindings::Entered;
+  switch (entered.kind) {
+    case Entered::Kind::admitted:
+      break;
+    case Entered::Kind::kept:
+      co_return *entered.refusal;
+    case Entered::Kind::other:
+      co_return error(422, "UnprocessableEntityException", "idempotency-key-reused",
+                      "this Idempotency-Key was used by another request (another route, target "
+                      "or body); a key binds the request it was first used for");
+    case Entered::Kind::flying:
+      co_return error(503, "ServiceUnavailableException", "idempotency-key-in-flight",
+                      "this request, with this Idempotency-Key, is in flight already; retry it "
+                      "with the same key to learn its answer");
+    case Entered::Kind::full:
+      co_return error(503, "ServiceUnavailableException", "idempotency-keys-in-flight",
+                      "too many requests with an Idempotency-Key are in flight; retry later");
   }
-  if (found.refusal) co_return *found.refusal;
   ServerResponse answer = co_await operate(req, m, caller);
-  // A key another request holds stays bound to that one (whose answer this is not).
+  // A key the log shows another request holds stays that one's (whose answer this is not).
   const bool reused = answer.status == 422 &&
                       answer.body.find(R"("reason":"idempotency-key-reused")") != std::string::npos;
-  if (answer.status < 500 && !reused) {
-    std::optional<ServerResponse> refusal;
-    if (kept(answer.status)) refusal = answer;
-    bindings.bind(bound, digest, std::move(refusal), std::chrono::steady_clock::now());
+  if (reused) {
+    entered.flight.abandon();
+  } else {
+    // A 5xx keeps the digest alone: the same request is judged afresh (the log tells whether
+    // it landed), another one is refused.
+    entered.flight.land(kept(answer.status) ? std::optional<ServerResponse>(answer) : std::nullopt);
   }
   co_return answer;
 }

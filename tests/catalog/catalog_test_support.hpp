@@ -26,6 +26,7 @@
 #include "catalog/access/config.hpp"
 #include "catalog/lake/lake.hpp"
 #include "catalog/rest/service.hpp"
+#include "engine/store/intercept_store.hpp"
 #include "engine/store/open_store.hpp"
 #include "io/file.hpp"
 #include "io/uring.hpp"
@@ -55,11 +56,10 @@ struct HttpReply {
   }
 };
 
-// One request per connection, blocking, every wait bounded (`patience`).
-inline HttpReply httpRequest(std::uint16_t port, const std::string& method,
-                             const std::string& target, const std::string& body = {},
-                             const std::vector<std::pair<std::string, std::string>>& headers = {},
-                             std::chrono::milliseconds patience = std::chrono::seconds(60)) {
+// Sends one request on a connection of its own; its reply is read by receiveReply.
+inline int sendRequest(std::uint16_t port, const std::string& method, const std::string& target,
+                       const std::string& body = {},
+                       const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in where{};
   where.sin_family = AF_INET;
@@ -78,6 +78,12 @@ inline HttpReply httpRequest(std::uint16_t port, const std::string& method,
     REQUIRE(n > 0);
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
+  return fd;
+}
+
+// The reply to what sendRequest sent on `fd` (which it closes), every wait bounded (`patience`).
+inline HttpReply receiveReply(int fd, const std::string& method,
+                              std::chrono::milliseconds patience = std::chrono::seconds(60)) {
   std::string received;
   const auto until = std::chrono::steady_clock::now() + patience;
   for (;;) {
@@ -110,6 +116,14 @@ inline HttpReply httpRequest(std::uint16_t port, const std::string& method,
   return reply;
 }
 
+// One request per connection, blocking, every wait bounded (`patience`).
+inline HttpReply httpRequest(std::uint16_t port, const std::string& method,
+                             const std::string& target, const std::string& body = {},
+                             const std::vector<std::pair<std::string, std::string>>& headers = {},
+                             std::chrono::milliseconds patience = std::chrono::seconds(60)) {
+  return receiveReply(sendRequest(port, method, target, body, headers), method, patience);
+}
+
 // A catalog serving one lake ("prod") over the store at `storeUrl`, on its own thread.
 class CatalogRig {
  public:
@@ -117,8 +131,10 @@ class CatalogRig {
   explicit CatalogRig(const std::string& storeUrl, bool createLog = true)
       : CatalogRig([storeUrl](boost::asio::io_context&) { return storeUrl; }, createLog) {}
   // `store` runs first, on the rig's io_context (e.g. to start a proxy), and names the store.
+  // `before`, when set, sees every request of the lake's store first (an InterceptStore, set
+  // before the rig's thread starts).
   explicit CatalogRig(const std::function<std::string(boost::asio::io_context&)>& storeFor,
-                      bool createLog = true) {
+                      bool createLog = true, InterceptStore::Before before = {}) {
     const std::string storeUrl = storeFor(io);
     auto url = parseStoreUrl(storeUrl);
     REQUIRE(url.ok());
@@ -133,6 +149,10 @@ class CatalogRig {
     }
     auto store = openStore(uring, io.get_executor(), *url, StoreCreation::createIfMissing);
     REQUIRE(store.ok());
+    if (before) {
+      inner = std::move(*store);
+      *store = std::make_unique<InterceptStore>(*inner, std::move(before));
+    }
     auto lake = std::make_unique<catalog::Lake>("prod", std::move(*store), *url, config.publisher,
                                                 std::uint64_t{64} << 20);
     if (createLog) createLakeLog(*lake);
@@ -180,6 +200,7 @@ class CatalogRig {
   std::filesystem::path configFile;
   std::string writeToken;
   std::string readToken;
+  std::unique_ptr<ObjectStore> inner;  // the store behind the intercept, when there is one
   std::unique_ptr<catalog::CatalogService> service;
   std::unique_ptr<net::HttpServer> server;
   std::uint16_t port = 0;

@@ -3,9 +3,16 @@
 // refusals is bounded in bytes.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "catalog/lake/directory.hpp"
 #include "catalog/rest/key_bindings.hpp"
@@ -144,6 +151,123 @@ TEST_CASE("catalog service: an Idempotency-Key binds the request it was first us
   CHECK(fresh.call("GET", "/v1/prod/namespaces/other").status == 404);
 }
 
+namespace {
+
+// Two requests with one key at once, made deterministic: once armed, the first head PUT (the
+// first request's publication) waits until the test says the second request was answered, or
+// until another head PUT comes (the second request got as far as publishing), at most kHold.
+constexpr auto kHold = std::chrono::seconds(20);
+constexpr auto kPollStep = std::chrono::milliseconds(5);
+constexpr std::string_view kHeadSuffix = "current.head";
+
+struct Race {
+  std::atomic<bool> armed{false};
+  std::atomic<bool> held{false};      // the first head PUT waits
+  std::atomic<bool> answered{false};  // the second request has its answer
+  std::atomic<int> heads{0};          // head PUTs since armed
+  std::atomic<int> logsMade{0};       // of them, the first heads of new logs
+};
+
+InterceptStore::Before holding(Race& race) {
+  return [&race](StoreOp op, const std::string& key, ByteView,
+                 const std::string&) -> boost::asio::awaitable<std::optional<StoreOutcome>> {
+    const bool headPut =
+        (op == StoreOp::putIfMatch || op == StoreOp::putIfAbsent) && key.ends_with(kHeadSuffix);
+    if (!race.armed || !headPut) co_return std::nullopt;
+    if (op == StoreOp::putIfAbsent) ++race.logsMade;
+    if (++race.heads > 1) co_return std::nullopt;
+    race.held = true;
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+    const auto until = std::chrono::steady_clock::now() + kHold;
+    while (!race.answered && race.heads < 2 && std::chrono::steady_clock::now() < until) {
+      timer.expires_after(kPollStep);
+      co_await timer.async_wait(boost::asio::use_awaitable);
+    }
+    co_return std::nullopt;
+  };
+}
+
+// `first` sent and held at its head PUT, then `second` sent and answered, then the first's
+// answer: {first's, second's}.
+std::pair<HttpReply, HttpReply> race2(CatalogRig& rig, Race& race, const std::string& target1,
+                                      const std::string& body1, const std::string& target2,
+                                      const std::string& body2, const std::string& key) {
+  Headers headers = keyed(key);
+  headers.emplace_back("Authorization", "Bearer " + rig.writeToken);
+  race.armed = true;
+  const int first = test::sendRequest(rig.port, "POST", target1, body1, headers);
+  const auto until = std::chrono::steady_clock::now() + kHold;
+  while (!race.held && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(kPollStep);
+  }
+  REQUIRE(race.held);
+  HttpReply second = rig.call("POST", target2, body2, keyed(key));
+  race.answered = true;
+  HttpReply firstReply = test::receiveReply(first, "POST");
+  return {firstReply, second};
+}
+
+bool hasProperty(CatalogRig& rig, const std::string& table) {
+  HttpReply loaded = rig.call("GET", "/v1/prod/namespaces/ns/tables/" + table);
+  REQUIRE(loaded.status == 200);
+  const boost::json::value body = loaded.json();
+  const auto& metadata = body.at("metadata").as_object();
+  return metadata.contains("properties") && metadata.at("properties").as_object().contains("k");
+}
+
+std::string lakeAt(const io::test::TempDir& store) { return (store.path() / "lake").string(); }
+
+}  // namespace
+
+TEST_CASE("catalog service: one Idempotency-Key on two tables at once applies one request",
+          "[catalog]") {
+  io::test::TempDir store;
+  Race race;
+  CatalogRig rig([&](boost::asio::io_context&) { return lakeAt(store); }, true, holding(race));
+  REQUIRE(rig.call("POST", "/v1/prod/namespaces", R"({"namespace":["ns"]})").status == 200);
+  for (const char* name : {"a", "b"}) {
+    REQUIRE(rig.call("POST", "/v1/prod/namespaces/ns/tables",
+                     R"({"name":")" + std::string(name) + R"(",)" + kEmptySchema + "}")
+                .status == 200);
+  }
+  const auto [first, second] = race2(rig, race, "/v1/prod/namespaces/ns/tables/a", kSetProperty,
+                                     "/v1/prod/namespaces/ns/tables/b", kSetProperty, "k-both");
+  INFO("first: " << first.status << " " << first.body);
+  CHECK(first.status == 200);
+  checkReused(second);  // refused while the first is in flight, not applied beside it
+  CHECK(hasProperty(rig, "a"));
+  CHECK(!hasProperty(rig, "b"));
+  // Once the first has its answer, the key stays bound to it.
+  checkReused(rig.call("POST", "/v1/prod/namespaces/ns/tables/b", kSetProperty, keyed("k-both")));
+  CHECK(!hasProperty(rig, "b"));
+}
+
+TEST_CASE(
+    "catalog service: one request sent twice at once with its Idempotency-Key is applied "
+    "once",
+    "[catalog]") {
+  io::test::TempDir store;
+  Race race;
+  CatalogRig rig([&](boost::asio::io_context&) { return lakeAt(store); }, true, holding(race));
+  REQUIRE(rig.call("POST", "/v1/prod/namespaces", R"({"namespace":["ns"]})").status == 200);
+  const std::string tables = "/v1/prod/namespaces/ns/tables";
+  const std::string create = R"({"name":"t",)" + kEmptySchema + "}";
+  const auto [first, second] = race2(rig, race, tables, create, tables, create, "k-twice");
+  INFO("first: " << first.status << " " << first.body);
+  INFO("second: " << second.status << " " << second.body);
+  CHECK(first.status == 200);
+  // The same request while the first is in flight: retry later, never a second application.
+  CHECK(second.status == 503);
+  CHECK(second.errorField("reason") == "idempotency-key-in-flight");
+  CHECK(second.header("retry-after") == "1");
+  CHECK(race.logsMade == 1);  // one table log: the first request's
+  // Retried once the first has its answer: that answer, and still one table log.
+  HttpReply retry = rig.call("POST", tables, create, keyed("k-twice"));
+  REQUIRE(retry.status == 200);
+  CHECK(retry.json().at("metadata-location") == first.json().at("metadata-location"));
+  CHECK(race.logsMade == 1);
+}
+
 TEST_CASE("catalog service: a drop's key binds whether it purges", "[catalog]") {
   io::test::TempDir store;
   CatalogRig rig((store.path() / "lake").string());
@@ -214,6 +338,45 @@ TEST_CASE("key bindings: a key binds one request, and is counted in bytes, bound
   CHECK(b.find("k19", one, later).kind == KeyBindings::Found::Kind::unbound);
   CHECK(b.bytes() == 0);
   CHECK(b.size() == 0);
+}
+
+TEST_CASE(
+    "key bindings: a key is held from its admission to its answer and the flights are bounded",
+    "[catalog]") {
+  using catalog::KeyBindings;
+  using Kind = KeyBindings::Entered::Kind;
+  const Digest one = sha256(asBytes(std::string("one")));
+  const Digest two = sha256(asBytes(std::string("two")));
+  constexpr std::size_t kInFlight = 2;
+  KeyBindings b(KeyBindings::kMaxBytes, KeyBindings::kMaxEntries, kInFlight);
+  const auto t0 = KeyBindings::Clock::now();
+  {
+    auto first = b.enter("k1", one, t0);
+    REQUIRE(first.kind == Kind::admitted);
+    CHECK(b.enter("k1", one, t0).kind == Kind::flying);
+    CHECK(b.enter("k1", two, t0).kind == Kind::other);
+    auto second = b.enter("k2", one, t0);
+    REQUIRE(second.kind == Kind::admitted);
+    CHECK(b.enter("k3", one, t0).kind == Kind::full);
+    CHECK(b.inFlight() == 2);
+    second.flight.abandon();  // the log showed k2 is another request's: not bound here
+    CHECK(b.find("k2", two, t0).kind == KeyBindings::Found::Kind::unbound);
+    net::ServerResponse refusal;
+    refusal.status = 409;
+    first.flight.land(refusal);
+    CHECK(b.inFlight() == 0);
+    const auto again = b.enter("k1", one, t0);
+    CHECK(again.kind == Kind::kept);
+    REQUIRE(again.refusal != nullptr);
+    CHECK(again.refusal->status == 409);
+    CHECK(b.enter("k1", two, t0).kind == Kind::other);
+    auto cut = b.enter("k4", one, t0);
+    REQUIRE(cut.kind == Kind::admitted);
+  }  // k4's flight cut off before its answer: bound to its digest, not in flight
+  CHECK(b.inFlight() == 0);
+  CHECK(b.find("k4", one, t0).kind == KeyBindings::Found::Kind::same);
+  CHECK(b.find("k4", two, t0).kind == KeyBindings::Found::Kind::other);
+  CHECK(b.enter("k4", one, t0).kind == Kind::admitted);  // judged afresh
 }
 
 TEST_CASE("catalog service: register refuses a file whose schema Java's Schema refuses",
