@@ -237,8 +237,8 @@ int reportUnacknowledged(bool json, const Error& e, std::uint64_t durable,
   std::cerr << "cairn: records up to sequence " << durable << " are durable";
   if (unknown) {
     std::cerr << "; records " << unknown->first << " to " << unknown->last
-              << " may be durable or not (docs/journal.md, \"When a durable write fails\": verify "
-                 "the journal after a restart)";
+              << " may be durable or not (docs/journal.md, \"When a durable write fails\": the "
+                 "next writable open cuts a marked range off)";
   }
   std::cerr << "\n";
   if (json) {
@@ -261,6 +261,15 @@ int reportUnacknowledged(bool json, const Error& e, std::uint64_t durable,
 }
 
 void noteTornTail(const Journal& journal) {
+  if (const auto& u = journal.unknownRange(); u && u->cut) {
+    std::fprintf(stderr,
+                 "cairn: records %llu to %llu, reported unknown when their write failed, were "
+                 "cut off the journal (%s): none of them persists; records up to sequence %llu "
+                 "are durable\n",
+                 static_cast<unsigned long long>(u->records.first),
+                 static_cast<unsigned long long>(u->records.last), u->marker.c_str(),
+                 static_cast<unsigned long long>(u->durableSequence));
+  }
   const auto& t = journal.tornTail();
   if (!t || !t->cut) return;
   std::fprintf(

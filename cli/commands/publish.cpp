@@ -221,6 +221,25 @@ void describeTails(const std::string& dir, const Journal& journal, JsonObject& o
   out.add("torn_tail_files", std::move(list));
 }
 
+// The unknown range a failed write could not cut back (docs/decisions.md D60): a read-only open
+// presents the journal through its durable end; the next writer cuts the range off.
+void describeUnknown(const Journal& journal, JsonObject& out, std::string& text) {
+  const auto& u = journal.unknownRange();
+  if (!u) {
+    out.addNull("unknown_range");
+    return;
+  }
+  out.add("unknown_range", JsonObject{}
+                               .add("first", u->records.first)
+                               .add("last", u->records.last)
+                               .add("durable_sequence", u->durableSequence)
+                               .add("durable_length", u->durableLength)
+                               .add("marker", u->marker.filename().string()));
+  text += "unknown range   records " + std::to_string(u->records.first) + ".." +
+          std::to_string(u->records.last) + " (marked in " + u->marker.filename().string() +
+          "): not presented; the next writer cuts them off, so none of them persists\n";
+}
+
 // The publisher state's part of `status`: the store, the bindings, the expected head and
 // any pending intent.
 void describeState(const PublisherState& s, JsonObject& out, std::string& text) {
@@ -302,6 +321,7 @@ asio::awaitable<int> runStatus(io::Uring& uring, const StatusCli& opt) {
   std::string text = "journal         end sequence " + std::to_string(journal.endSequence()) +
                      " (" + std::to_string(journal.endOffset()) + " bytes)\n";
   describeTails(opt.dir, journal, out, text);
+  describeUnknown(journal, out, text);
   if (state) {
     describeState(*state, out, text);
   } else {

@@ -119,6 +119,60 @@ void removeStaleTemporaries(const fs::path& dir) {
   }
 }
 
+// The marker's name for records through `durable` (`length` bytes) durable and durable+1..last
+// unknown.
+std::string unknownMarkerName(std::uint64_t durable, std::uint64_t length, std::uint64_t last) {
+  return std::string(kUnknownFilePrefix) + std::to_string(durable) + "-" + std::to_string(length) +
+         "-" + std::to_string(last);
+}
+
+// The three numbers of a marker's name (digits only, none beyond 64 bits), or nullopt.
+std::optional<std::array<std::uint64_t, 3>> parseUnknownMarker(std::string_view name) {
+  std::array<std::uint64_t, 3> out{};
+  name.remove_prefix(std::string_view(kUnknownFilePrefix).size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::size_t dash = i + 1 < out.size() ? name.find('-') : name.size();
+    const std::string_view digits = name.substr(0, dash);
+    if (dash == std::string_view::npos || digits.empty() || digits.size() > 19) return {};
+    for (char c : digits) {
+      if (c < '0' || c > '9') return {};
+      out[i] = out[i] * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    name.remove_prefix(std::min(name.size(), dash + 1));
+  }
+  return out;
+}
+
+// The unknown range marked in DIR (D60), or nullopt. A marker that does not parse, or a
+// second one, is an error: nothing is judged against a marker that cannot be read.
+Res<std::optional<UnknownRange>> readUnknownMarker(const fs::path& dir) {
+  std::optional<UnknownRange> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kUnknownFilePrefix, 0) != 0) continue;
+    auto n = parseUnknownMarker(name);
+    if (!n || (*n)[2] <= (*n)[0] || found) {
+      return err(Errc::format, it->path().string() +
+                                   (found ? " is a second marker of an unknown range"
+                                          : " does not name an unknown range (S-L-U, S < U)") +
+                                   "; nothing was changed");
+    }
+    found = UnknownRange{(*n)[0], (*n)[1], SequenceRange{(*n)[0] + 1, (*n)[2]}, false, it->path()};
+  }
+  if (ec) return ioError("cannot list " + dir.string(), ec);
+  return found;
+}
+
+// Marks the unknown range beside the journal: an empty file (no data block to allocate on a
+// full disk), then the directory's fsync.
+std::error_code markUnknown(const fs::path& dir, const std::string& name) {
+  auto f = io::File::open(dir / name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (!f && f.error() != std::errc::file_exists) return f.error();
+  if (auto s = io::syncDirectory(dir); !s) return s.error();
+  return {};
+}
+
 using io::AlignedBuffer;
 // makeRoom() writes its zeros from one buffer of this size.
 constexpr std::size_t kRoomChunkBytes = std::size_t{1} << 20;
@@ -238,6 +292,14 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
   // What an interrupted recovery left is the next recovery's to remove, never a new
   // journal's to join (its marker or state would bind the new journal to another lineage).
   if (fs::exists(dir / kRecoveringFileName, ec)) co_return noJournal(dir);
+  // Nor a marker of an unknown range whose journal is gone (D60): it would name another one.
+  auto marked = readUnknownMarker(dir);
+  if (!marked) co_return failureOf(marked);
+  if (*marked) {
+    co_return err(Errc::usage, (*marked)->marker.string() +
+                                   " marks an unknown range of a journal that is not there; "
+                                   "nothing was created");
+  }
   // Write the header to a temporary name, make it durable, then link it into place: the
   // journal appears whole or not at all, and link() refuses to replace an existing one.
   fs::path final = dir / kFileName;
@@ -286,11 +348,23 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::openLocked(io::Uring& ur
   if (!options.readOnly) removeStaleTemporaries(dir);
   auto size = journal.fileBytes();
   if (!size) co_return failureOf(size);
+  auto marked = readUnknownMarker(dir);
+  if (!marked) co_return failureOf(marked);
+  if (*marked) {
+    auto scanEnd = co_await journal.cutUnknown(**marked, *size);
+    if (!scanEnd) co_return failureOf(scanEnd);
+    *size = *scanEnd;
+  }
   if (auto scanned = co_await journal.scanFrames(*size); !scanned) {
     co_return failureOf(scanned);
   }
   if (auto reached = journal.checkAcknowledgedReached(); !reached) {
     co_return failureOf(reached);
+  }
+  if (*marked) {
+    if (auto settled = journal.settleUnknown(std::move(**marked)); !settled) {
+      co_return failureOf(settled);
+    }
   }
   journal.impl_->nextSequence = journal.endSequence() + 1;
   journal.impl_->scanned = true;
@@ -515,6 +589,61 @@ Res<void> Journal::checkAcknowledgedReached() const {
                  std::to_string(a.length) +
                  " bytes) acknowledged: the journal was truncated or replaced; nothing was "
                  "changed, and no sequence is reused (recover the database: cairn recover)");
+}
+
+// The records of a marked unknown range were never acknowledged: they may be kept or dropped,
+// but durably one or the other before anything reads, publishes or appends after them (D60).
+// They are dropped: a truncate needs no space, and the durable end the appenders were told
+// stays exact. Never into what the publisher state proves acknowledged.
+asio::awaitable<Res<std::uint64_t>> Journal::cutUnknown(const UnknownRange& range,
+                                                        std::uint64_t fileSize) {
+  const std::string marker = range.marker.string();
+  if (acknowledged_ && acknowledged_->length > range.durableLength) {
+    co_return err(Errc::format, marker + " says the journal is durable through " +
+                                    std::to_string(range.durableLength) + " bytes, but " +
+                                    acknowledged_->source + " proves " +
+                                    std::to_string(acknowledged_->length) +
+                                    " acknowledged: the marker is stale; nothing was cut");
+  }
+  // Also a file that ends at L already is cut and synced: an earlier cut whose sync failed
+  // shows its length in the page cache, not on the disk.
+  if (options_.readOnly || fileSize < range.durableLength) {
+    co_return std::min(fileSize, range.durableLength);
+  }
+  if (auto t = impl_->file.truncate(range.durableLength); !t) {
+    co_return err(Errc::uncertain, "cannot cut the unknown range " + marker + " names: " +
+                                       t.error().message() + "; nothing is appended after it");
+  }
+  if (auto s = co_await uring_.fsync(impl_->file.fd()); !s) {
+    co_return err(Errc::uncertain, "cutting the unknown range " + marker +
+                                       " names failed: fsync: " + s.error().message() +
+                                       "; nothing is appended after it");
+  }
+  co_return range.durableLength;
+}
+
+Res<void> Journal::settleUnknown(UnknownRange range) {
+  if (endSequence() != range.durableSequence || endOffset() != range.durableLength) {
+    return err(Errc::format, range.marker.string() + " says records through sequence " +
+                                 std::to_string(range.durableSequence) + " (" +
+                                 std::to_string(range.durableLength) +
+                                 " bytes) are durable, but the journal ends at sequence " +
+                                 std::to_string(endSequence()) + " (" +
+                                 std::to_string(endOffset()) + " bytes); nothing was changed");
+  }
+  if (!options_.readOnly) {
+    std::error_code ec;
+    if (!fs::remove(range.marker, ec) || ec) {
+      return ioError("cannot remove " + range.marker.string() + " after its range was cut", ec);
+    }
+    if (auto s = io::syncDirectory(dir_); !s) {
+      return ioError("fsync " + dir_.string() + " after removing " + range.marker.string(),
+                     s.error());
+    }
+    range.cut = true;
+  }
+  unknownRange_ = std::move(range);
+  return {};
 }
 
 asio::awaitable<Res<void>> Journal::readRange(std::uint64_t start, std::uint64_t end,
@@ -994,6 +1123,18 @@ std::string recordsText(const SequenceRange& r) {
 
 }  // namespace
 
+// Marks the failed batch's records unknown beside the journal (D60); says what became of it.
+std::string Journal::markUnknownText(std::uint64_t at, SequenceRange batch) {
+  const std::string name = unknownMarkerName(endSequence(), at, batch.last);
+  if (std::error_code e = markUnknown(dir_, name)) {
+    return "marking them in " + (dir_ / name).string() + " failed too: " + e.message() +
+           "; a reopen before a restart may read them from the page cache: restart, then "
+           "verify the journal before appending";
+  }
+  return "marked in " + (dir_ / name).string() +
+         ": the next writable open cuts them off, so none of them persists";
+}
+
 // A failed durable write leaves the page cache's state unknown (as a failed fsync does): it is
 // never retried, nothing is acknowledged after it, and the journal takes no more appends. What
 // of the batch reached the file (a short write on a full disk: its first frames; a write whose
@@ -1026,12 +1167,11 @@ asio::awaitable<Error> Journal::failBatch(std::uint64_t at, SequenceRange batch,
         cause + "; " + records + " cut back off the journal (none of it is durable); " + durable;
   } else {
     failure_->unknown = batch;
-    failure_->error = Error{
-        Errc::uncertain, cause + ", and cutting the journal back to offset " + std::to_string(at) +
-                             " failed too: " + cut.error().message() + "; " + records +
-                             " may be durable or not (a reopen shows which "
-                             "the journal holds); " +
-                             durable};
+    failure_->error =
+        Error{Errc::uncertain, cause + ", and cutting the journal back to offset " +
+                                   std::to_string(at) + " failed too: " + cut.error().message() +
+                                   "; " + records + " may be durable or not (" +
+                                   markUnknownText(at, batch) + "); " + durable};
   }
   co_return failure_->error;
 }

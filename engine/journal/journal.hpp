@@ -102,6 +102,27 @@ struct TornTail {
 };
 // Files holding bytes cut from a journal are named like this, followed by the offset.
 inline constexpr const char* kTornTailFilePrefix = "journal.torn-";
+// Sequences first..last, both included.
+struct SequenceRange {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  bool operator==(const SequenceRange&) const = default;
+};
+
+// The marker of an unknown range (docs/decisions.md D60): an empty file beside the journal,
+// journal.unknown-S-L-U, left when a failed batch could not be cut back off the file: records
+// through sequence S (L bytes) are durable, S+1..U are unknown. Empty, so that it needs no data
+// block on a full disk: its name is all it says.
+inline constexpr const char* kUnknownFilePrefix = "journal.unknown-";
+// What a marker says, and what the open did about it.
+struct UnknownRange {
+  std::uint64_t durableSequence = 0;  // S: the last acknowledged record
+  std::uint64_t durableLength = 0;    // L: the journal's length through it
+  SequenceRange records;              // S+1..U: reported unknown, never acknowledged
+  bool cut = false;  // a writable open cut them off durably and removed the marker; false: a
+                     // read-only open presents the journal through S and leaves the rest
+  std::filesystem::path marker;
+};
 // The journal a recovery writes before it puts it in place (engine/ops/recovery.hpp): found
 // without a journal beside it, it is what an interrupted recovery left.
 inline constexpr const char* kRecoveringFileName = "journal.recovering";
@@ -126,13 +147,6 @@ struct JournalStats {
   std::uint64_t roomBytes = 0;
   std::uint64_t roomDirectBytes = 0;  // of roomBytes, written with O_DIRECT (D52)
   double roomSeconds = 0;
-};
-
-// Sequences first..last, both included.
-struct SequenceRange {
-  std::uint64_t first = 0;
-  std::uint64_t last = 0;
-  bool operator==(const SequenceRange&) const = default;
 };
 
 // Why a writable journal takes no more appends (Journal::failure()): the durable write of a
@@ -230,6 +244,8 @@ class Journal {
   const std::optional<TornTail>& tornTail() const { return tornTail_; }
   // Bytes cut from a torn tail when the journal was opened.
   std::uint64_t tornBytesCut() const { return tornTail_ && tornTail_->cut ? tornTail_->bytes : 0; }
+  // The unknown range a marker named when the journal was opened (D60); nullopt: none.
+  const std::optional<UnknownRange>& unknownRange() const { return unknownRange_; }
   // What the publisher state proved acknowledged when the journal was opened.
   const std::optional<AcknowledgedPrefix>& acknowledged() const { return acknowledged_; }
   // Statistics of group commit.
@@ -264,12 +280,21 @@ class Journal {
   boost::asio::awaitable<Error> failBatch(std::uint64_t at, SequenceRange batch,
                                           const BatchWrite& write);
   boost::asio::awaitable<io::IoResult<void>> cutBack(std::uint64_t at);
+  // Marks the batch's records unknown beside the journal (kUnknownFilePrefix, D60), the cut
+  // back to `at` having failed; returns what the appenders are told of it.
+  std::string markUnknownText(std::uint64_t at, SequenceRange batch);
   boost::asio::awaitable<io::IoResult<bool>> makeRoom(std::uint64_t from, std::uint64_t need);
   void noteBatch(std::uint64_t records, std::uint64_t bytes, double seconds);
   boost::asio::awaitable<Res<void>> scanFrames(std::uint64_t fileSize);
   boost::asio::awaitable<Res<void>> handleTail(std::uint64_t boundary, std::uint64_t fileSize,
                                                const std::optional<Error>& fault);
   Res<void> checkAcknowledgedReached() const;
+  // Before the scan: a writable open cuts the marked unknown range off, durably (D60); returns
+  // how far the scan reads (a read-only open reads through the durable end only).
+  boost::asio::awaitable<Res<std::uint64_t>> cutUnknown(const UnknownRange& range,
+                                                        std::uint64_t fileSize);
+  // After the scan: the journal ends where the marker says; a writer removes it durably.
+  Res<void> settleUnknown(UnknownRange range);
   boost::asio::awaitable<Res<std::filesystem::path>> keepTornBytes(std::uint64_t from,
                                                                    std::uint64_t to);
   struct ReadSlot;
@@ -310,6 +335,7 @@ class Journal {
   std::optional<PrefixMemo> prefixMemo_;
   std::optional<TornTail> tornTail_;
   std::optional<AcknowledgedPrefix> acknowledged_;
+  std::optional<UnknownRange> unknownRange_;
   std::optional<JournalFailure> failure_;
   std::filesystem::path dir_;
   JournalStats stats_;

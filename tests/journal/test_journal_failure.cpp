@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -108,15 +109,18 @@ struct Failing {
   }
 
   // The first durable write from now on fails as `fault` says; `cutFails`: so does the sync
-  // of the cut that follows it.
-  void install(Fault fault, bool cutFails) {
-    uring.setFaultForTests(
-        [this, fault, cutFails, done = false](const io::Uring::Operation& op) mutable {
-          const bool cut = done && op.kind == Kind::fsync;
-          const int e = done ? (cut && cutFails ? EIO : 0) : answer(op, fault, done);
-          if (e != 0) ++faults;
-          return e;
-        });
+  // of the cut that follows it. `cutLeavesFrames`: the cut leaves the file as it was (as a
+  // truncate that failed would, or a page cache that kept the failed write's pages): the
+  // batch's frames are written back before the cut's sync fails.
+  void install(Fault fault, bool cutFails, bool cutLeavesFrames = false) {
+    uring.setFaultForTests([this, fault, cutFails, cutLeavesFrames,
+                            done = false](const io::Uring::Operation& op) mutable {
+      const bool cut = done && op.kind == Kind::fsync;
+      if (cut && cutLeavesFrames) writeFrames(op.fd, journal->endOffset(), kBatch, 0);
+      const int e = done ? (cut && cutFails ? EIO : 0) : answer(op, fault, done);
+      if (e != 0) ++faults;
+      return e;
+    });
   }
 
   // kAppenders appenders at once; each one's result, in start order (= sequence order).
@@ -227,11 +231,14 @@ TEST_CASE("journal failure: a batch that cannot be cut back is unknown, with its
   CHECK(failure.error.code == Errc::uncertain);
   CHECK(failure.durableThrough == kAcked);
   CHECK(failure.unknown == SequenceRange{kAcked + 1, kAcked + kBatch});
-  // Whatever the reopen finds lies in the range reported unknown.
+  CHECK_THAT(failure.error.message, Catch::Contains("marked in"));
+  // The range was marked, and the reopen cut it off: the acknowledged records only (D60).
   auto reopened = f.reopen(room);
   REQUIRE(reopened.ok());
-  CHECK((*reopened)->endSequence() >= kAcked);
-  CHECK((*reopened)->endSequence() <= kAcked + kBatch);
+  CHECK((*reopened)->endSequence() == kAcked);
+  REQUIRE((*reopened)->unknownRange().has_value());
+  CHECK((*reopened)->unknownRange()->cut);
+  CHECK((*reopened)->unknownRange()->records == SequenceRange{kAcked + 1, kAcked + kBatch});
 }
 
 TEST_CASE("journal failure: a batch whose room failed was not written, and failed", "[journal]") {
@@ -261,4 +268,86 @@ TEST_CASE("journal failure: a batch whose room failed was not written, and faile
   auto reopened = f.reopen(true);
   REQUIRE(reopened.ok());
   CHECK((*reopened)->endSequence() == durable);
+}
+
+namespace {
+
+// The files beside the journal that mark an unknown range (journal.unknown-...).
+std::vector<std::string> unknownMarkersIn(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("journal.unknown", 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "journal failure: an unknown range is cut back durably before a reopen reads or "
+    "appends after it",
+    "[journal]") {
+  // The batch's write fails, and so does the cut that would remove it, which leaves its four
+  // whole frames in the file: what a reopen in the same boot reads when the kernel kept the
+  // failed write's pages. They were reported unknown, never acknowledged: no reopen presents
+  // them as records, and the first writable one cuts them off durably (truncate, fsync) before
+  // anything is appended after them, so "unknown" resolves to "not persisted".
+  const bool room = GENERATE(false, true);
+  CAPTURE(room);
+  Failing f(room);
+  f.install(Fault::syncFailed, /*cutFails=*/true, /*cutLeavesFrames=*/true);
+  auto results = f.appendConcurrently();
+  REQUIRE(results[0].ok());
+  REQUIRE_FALSE(results[1].ok());
+  CHECK(results[1].error().code == Errc::uncertain);
+  CHECK_THAT(results[1].error().message,
+             Catch::Contains("marked in") && Catch::Contains("the next writable open cuts them"));
+  REQUIRE(f.journal->failure().has_value());
+  CHECK(f.journal->failure()->unknown == SequenceRange{kAcked + 1, kAcked + kBatch});
+  const std::uint64_t ackedEnd = f.journal->endOffset();
+  CHECK(fs::file_size(f.file()) >= ackedEnd + kBatch * Failing::frameBytes());
+  // The range is marked beside the journal.
+  CHECK(unknownMarkersIn(f.db()).size() == 1);
+  f.journal.reset();
+  f.uring.setFaultForTests({});
+
+  // A reader in the same boot: the acknowledged records only, the file left as it is.
+  JournalOptions readOnly = Failing::options(room);
+  readOnly.readOnly = true;
+  {
+    auto reader = runToCompletion(f.context, Journal::open(f.uring, f.db(), readOnly));
+    REQUIRE(reader.ok());
+    CHECK((*reader)->endSequence() == kAcked);
+    CHECK((*reader)->endOffset() == ackedEnd);
+  }
+  CHECK(fs::file_size(f.file()) >= ackedEnd + kBatch * Failing::frameBytes());
+
+  // A writer whose cut fails again opens nothing: the range stays marked.
+  f.uring.setFaultForTests(
+      [](const io::Uring::Operation& op) { return op.kind == Kind::fsync ? EIO : 0; });
+  {
+    auto refused =
+        runToCompletion(f.context, Journal::open(f.uring, f.db(), Failing::options(room)));
+    CHECK_FALSE(refused.ok());
+  }
+  CHECK(unknownMarkersIn(f.db()).size() == 1);
+
+  // A writer: the cut first, made durable (an fsync before any write), then the next sequence
+  // is the one after the acknowledged records.
+  std::vector<Kind> kinds;
+  f.uring.setFaultForTests([&](const io::Uring::Operation& op) {
+    kinds.push_back(op.kind);
+    return 0;
+  });
+  auto writer = runToCompletion(f.context, Journal::open(f.uring, f.db(), Failing::options(room)));
+  REQUIRE(writer.ok());
+  CHECK((*writer)->endSequence() == kAcked);
+  CHECK_FALSE((*writer)->tornTail());
+  CHECK(fs::file_size(f.file()) == ackedEnd);
+  CHECK(std::find(kinds.begin(), kinds.end(), Kind::fsync) != kinds.end());
+  CHECK(unknownMarkersIn(f.db()).empty());
+  auto next = runToCompletion(f.context, (*writer)->append(asBytes(Failing::payload())));
+  REQUIRE(next.ok());
+  CHECK(*next == kAcked + 1);
 }
