@@ -101,6 +101,7 @@ job_list=(
   "UNCONDITIONAL|mutant|$cat|-DMUTANT_UNCONDITIONAL|no_false_200|bfs"
   "IDEM_WINDOW=1 (records outlive the window)|mutant|$cat|-DIDEM_WINDOW=1|commits_once|bfs"
   "REFUSED_IS_LOST, no rebase|mutant|$cat|-DREBASES=0 -DMUTANT_REFUSED_IS_LOST|no_false_503|bfs"
+  "RACE_IS_LOST (before D59), no rebase|mutant|$cat|-DREBASES=0 -DMUTANT_RACE_IS_LOST|no_false_503|bfs"
 )
 
 # Compiles MODEL with the spin and gcc flags into $dir/$tag/pan.

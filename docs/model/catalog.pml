@@ -31,9 +31,16 @@
  * read) or when the rebase bound is spent (nothing this handler sent is or can become part of
  * the history; docs/design.md §9.1 allows no 409 there).
  *
- * A store may refuse a conditional PUT that nothing contradicts: RGW answers 500 to a PUT that
- * races another on the same key, such as this handler's own earlier PUT still on its way. That
- * spurious refusal is a fault here (it costs one of MAXFAULT).
+ * Refusals (docs/decisions.md D59). A 412 says the precondition did not hold: nothing was
+ * written. A lost race (AWS's 409, RGW's 500) is an answer but no such proof: RGW answers 500
+ * to a PUT that races another on the same key, such as this handler's own earlier PUT still on
+ * its way, and a PUT that applied may come back so (a proxy's answer, a fault here: it costs
+ * one of MAXFAULT, as a spurious race refusal does). So only a 412 to the only send of a
+ * commit is "lost" from the answer alone; every other answer but 2xx is settled by reading the
+ * head: ours in the chain, committed; the predecessor after an unanswered send, sent again or
+ * unknown; the predecessor after an answer, or another head, lost. And a rebase (what "lost"
+ * leads to) first looks for the request in the chain it read: its own earlier candidates (each
+ * request has a key here, so the key's records are they, and another handler's of the key).
  *
  * Mutants, one rule removed each (scripts/check-models.sh expects a counterexample):
  *   MUTANT_409_ON_TIMEOUT      no response to the PUT: 409, no re-read
@@ -47,6 +54,10 @@
  *   MUTANT_REFUSED_IS_LOST     a refusal while the head still shows the predecessor is taken as a
  *                              lost CAS even after an unanswered send of the same commit (which
  *                              may still land): rebase or 503 instead of 504
+ *   MUTANT_RACE_IS_LOST        the rule before D59: a lost race's answer (409, RGW's 500) to the
+ *                              only send is "lost" without reading the head, as a 412 is
+ *                              (caught with REBASES=0: the rebase's look for its own candidate
+ *                              is the second guard, and no rebase is left to make it)
  */
 
 /* scripts/check-models.sh runs a mutant's LTL check with NO_ASSERTS, so that the formula
@@ -76,7 +87,7 @@
 #endif
 
 #define NKEYS 3           /* keys 1 and 2; index 0 unused */
-mtype = { P_OK, P_UNKNOWN, P_REFUSED };  /* PUT: 2xx; no answer; 412, AWS 409, RGW race 500 */
+mtype = { P_OK, P_UNKNOWN, P_412, P_RACE };  /* PUT: 2xx; no answer; 412; AWS 409, RGW's 500 */
 
 /* ---- the store: the table log ------------------------------------------------------------- */
 byte cur = 0;             /* the head: a commit id (0: the version both clients loaded) */
@@ -113,6 +124,17 @@ inline keyInChain(h, k, res) {
   :: gx != 0 && gn < IDEM_WINDOW && ckey[gx] != k -> gx = cpred[gx]; gn++
   od;
   gx = 0; gn = 0
+}
+
+/* Is a commit built by handler o in the chain from head h? */
+inline ownerInChain(h, o, res) {
+  gx = h; res = false;
+  do
+  :: gx == 0 -> break
+  :: gx != 0 && cowner[gx] == o -> res = true; break
+  :: gx != 0 && cowner[gx] != o -> gx = cpred[gx]
+  od;
+  gx = 0
 }
 
 #ifdef MUTANT_UNCONDITIONAL
@@ -181,11 +203,11 @@ inline say409(k) {
   assert(!false409)
 }
 
-/* 503: this handler's commits are not in the history (its current one is the newest it built;
- * an older one is in the chain only if the current one's predecessor reaches it, and the model
- * checks the key there) and none of them can land later. */
+/* 503: this handler's commits are not in the history and none of them can land later
+ * (applyCommit checks that). Another handler of the same key may have committed it: that one
+ * answers 200, and a replay with the key finds its record. */
 inline say503() {
-  keyInChain(cur, key, gf);
+  ownerInChain(cur, hid, gf);
   if
   :: gf -> false503 = true
   :: else
@@ -244,9 +266,10 @@ put:  /* putHead: If-Match the ETag of the head the requirements were checked on
     if
     :: MATCHES(h) -> applyCommit(c); ans = P_OK
     :: MATCHES(h) && faults < MAXFAULT -> faults++; applyCommit(c); ans = P_UNKNOWN
+    :: MATCHES(h) && faults < MAXFAULT -> faults++; applyCommit(c); ans = P_RACE  /* applied */
     :: faults < MAXFAULT && inflC == 0 -> faults++; inflC = c; inflTag = h; ans = P_UNKNOWN
-    :: !MATCHES(h) -> ans = P_REFUSED
-    :: faults < MAXFAULT -> faults++; ans = P_REFUSED  /* spurious: RGW's race 500 */
+    :: !MATCHES(h) -> ans = P_412
+    :: faults < MAXFAULT -> faults++; ans = P_RACE  /* a race's 409 or 500, or a spurious one */
     fi;
     if
     :: ans == P_UNKNOWN -> unans = true
@@ -271,7 +294,7 @@ put:  /* putHead: If-Match the ETag of the head the requirements were checked on
     skip
   };
 
-reread:  /* resolveCommit: read the head back, judge by the chain and the key's records */
+reread:  /* appendLog's settling: read the head back, judge by the chain (D59) */
   atomic {
     if
     :: faults < MAXFAULT -> faults++;
@@ -281,13 +304,20 @@ reread:  /* resolveCommit: read the head back, judge by the chain and the key's 
        goto done  /* 504 CommitStateUnknownException */
     :: h2 = cur
     fi;
-#ifndef MUTANT_REBASE_NO_KEYCHECK
-    keyInChain(h2, key, found);  /* ours, or this request committed by another handler */
+    /* appendLog: a 412 to the only send proves that nothing was written: "lost" from the answer
+     * alone, and the read above is the rebase's (commitTable reads the head to rebase) */
+    if
+    :: ans == P_412 && !unans -> goto lost
+#ifdef MUTANT_RACE_IS_LOST
+    :: ans == P_RACE && !unans -> goto lost
+#endif
+    :: else
+    fi;
+    keyInChain(h2, key, found);  /* ours (the head, or an ancestor of it): committed */
     if
     :: found -> say200(key); goto done
     :: else
     fi;
-#endif
     if
     :: ans == P_UNKNOWN && h2 == h ->  /* still the predecessor: unknown */
        if
@@ -298,8 +328,21 @@ reread:  /* resolveCommit: read the head back, judge by the chain and the key's 
     fi;
 #ifndef MUTANT_REFUSED_IS_LOST
     if
-    :: ans == P_REFUSED && unans && h2 == h -> goto done  /* 504: the unanswered one may land */
-    :: else  /* a lost CAS, or another successor without ours: proven lost */
+    :: ans != P_UNKNOWN && unans && h2 == h -> goto done  /* 504: the unanswered one may land */
+    :: else  /* an answered race and the head unchanged, or another head: proven lost */
+    fi;
+#endif
+lost:  /* commitTable on "lost": 503 when its rebase bound is spent (nothing of ours can land);
+        * else rebase: look for the request in the chain read first */
+    if
+    :: rebases >= REBASES -> say503(); goto done
+    :: else
+    fi;
+#ifndef MUTANT_REBASE_NO_KEYCHECK
+    keyInChain(h2, key, found);  /* its own earlier candidate, or the key's record: 200 */
+    if
+    :: found -> say200(key); goto done
+    :: else
     fi;
 #endif
 #ifndef MUTANT_NO_RECHECK
@@ -308,10 +351,7 @@ reread:  /* resolveCommit: read the head back, judge by the chain and the key's 
     :: else
     fi;
 #endif
-    if
-    :: rebases < REBASES -> rebases++; h = h2; unans = false; buildCommit(); goto put  /* rebase */
-    :: else -> say503(); goto done  /* 503: the bound is spent, nothing of ours can land */
-    fi
+    rebases++; h = h2; unans = false; buildCommit(); goto put  /* rebase */
   };
 done:
   skip;

@@ -154,20 +154,30 @@ constexpr std::size_t kLatencyMinSamples = 16;  // before them, the ceiling
 constexpr unsigned kLatencyTimeoutFactor = 8;   // times the window's 99th percentile
 constexpr std::chrono::milliseconds kLatencyTimeoutFloor{1000};
 constexpr std::chrono::milliseconds kLatencyTimeoutCeiling{5000};
+// The most a window's deadline grows by doubling after timed-out attempts (D62).
+constexpr std::chrono::milliseconds kLatencyBackoffCeiling{8 * kLatencyTimeoutCeiling};
 
 // The durations of the last kLatencyWindow small exchanges with one endpoint that got a
 // complete response, and the per-attempt timeout they justify: kLatencyTimeoutFactor times
 // their 99th percentile, within kLatencyTimeoutFloor..kLatencyTimeoutCeiling (the ceiling
 // until kLatencyMinSamples were seen). An attempt that timed out is not a sample: what it
-// would have taken is unknown (a retry's longer timeout finds it out, see attemptTimeout).
+// would have taken is unknown. But it is a bound: until the window hears an answer again, its
+// deadline is at least twice the one that ran out (up to kLatencyBackoffCeiling), so the next
+// send -- a retry, or a caller's own resend -- waits longer (D62; Karn's rule for TCP's RTO).
 class LatencyWindow {
  public:
   void add(Clock::duration took) {
     samples_[seen_ % kLatencyWindow] = took;
     ++seen_;
     timeout_ = justified();
+    backedOff_ = std::chrono::milliseconds{0};
   }
-  std::chrono::milliseconds timeout() const { return timeout_; }
+  void timedOut(std::chrono::milliseconds after) {
+    backedOff_ = std::max(backedOff_, std::min(after * 2, kLatencyBackoffCeiling));
+  }
+  // What the answers justify, and the deadline now (raised by timed-out attempts).
+  std::chrono::milliseconds justifiedTimeout() const { return timeout_; }
+  std::chrono::milliseconds timeout() const { return std::max(timeout_, backedOff_); }
 
  private:
   std::chrono::milliseconds justified() const {
@@ -184,6 +194,7 @@ class LatencyWindow {
   std::array<Clock::duration, kLatencyWindow> samples_{};
   std::uint64_t seen_ = 0;
   std::chrono::milliseconds timeout_ = kLatencyTimeoutCeiling;
+  std::chrono::milliseconds backedOff_{0};
 };
 
 // Whether an exchange is small enough for the adaptive deadline: its time is the store's
@@ -193,8 +204,16 @@ bool isSmallExchange(const HttpRequest& request) {
          request.maxResponseBody <= kSmallExchangeBytes;
 }
 
+// Whether a request only reads: reads and writes are timed in windows of their own (D62), so
+// a store's write latency is learned from writes, however many reads there are.
+bool isRead(const HttpRequest& request) {
+  return request.method == "GET" || request.method == "HEAD";
+}
+
 struct Pool {
-  LatencyWindow latency;                          // of small exchanges with this endpoint
+  LatencyWindow reads;   // small reads with this endpoint
+  LatencyWindow writes;  // every other small exchange
+  LatencyWindow& window(const HttpRequest& request) { return isRead(request) ? reads : writes; }
   std::vector<std::unique_ptr<Connection>> idle;  // most recently used last
   std::size_t open = 0;                           // idle + in use + connecting
   std::deque<Waiter*> waiters;                    // FIFO, at most kMaxWaitersPerEndpoint
@@ -427,7 +446,9 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     Lease lease{shared_from_this(), key, std::move(connection)};
     Pool& pool = pools[key];  // a std::map: the reference stays valid across suspensions
     const bool small = isSmallExchange(request);
-    const auto timeout = within(attemptTimeout(request, small, pool.latency, attempt), deadline);
+    LatencyWindow& latency = pool.window(request);
+    const auto allowed = attemptTimeout(request, small, latency, attempt);
+    const auto timeout = within(allowed, deadline);
     const Clock::time_point sent = Clock::now();
     Attempt a{fail(HttpError{}), false};
     // (No co_await inside ?: -- GCC 12 destroys such temporaries twice.)
@@ -437,8 +458,20 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
     } else {
       a = co_await exchange(*c.tcp, c, endpoint, request, storage, lease.reusable, timeout);
     }
-    if (small && a.result.ok()) pool.latency.add(Clock::now() - sent);
+    if (small) learn(latency, a, Clock::now() - sent, timeout, allowed);
     co_return a;
+  }
+
+  // A small exchange's answer is a sample of its window. A send that ran out its window's own
+  // deadline (not one cut short by the request's deadline) raises the window's deadline.
+  static void learn(LatencyWindow& latency, const Attempt& a, Clock::duration took,
+                    std::chrono::milliseconds timeout, std::chrono::milliseconds allowed) {
+    if (a.result.ok()) {
+      latency.add(took);
+    } else if (a.result.error().kind == HttpErrorKind::uncertain && timeout == allowed &&
+               took >= timeout) {
+      latency.timedOut(timeout);
+    }
   }
 
   // The request's own timeout, else the client's.
@@ -449,13 +482,15 @@ struct HttpClient::Impl : std::enable_shared_from_this<Impl> {
 
   // An attempt's exchange timeout: the configured one; for a small exchange the window's
   // adaptive deadline within it, doubled for each attempt after the first (a store slower than
-  // the window said is still heard from, within the configured timeout).
+  // the window said is still heard from, within the configured timeout), and at least what
+  // earlier timed-out attempts raised the window to.
   std::chrono::milliseconds attemptTimeout(const HttpRequest& request, bool small,
                                            const LatencyWindow& latency, unsigned attempt) const {
     const std::chrono::milliseconds configured = configuredTimeout(request);
     if (!small) return configured;
     const unsigned doublings = std::min(attempt - 1, kMaxAttemptsLimit);
-    return std::min(configured, latency.timeout() * (std::int64_t{1} << doublings));
+    const auto doubled = latency.justifiedTimeout() * (std::int64_t{1} << doublings);
+    return std::min(configured, std::max(latency.timeout(), doubled));
   }
 
   // Hands the connection back when the attempt ends, however it ends.

@@ -24,9 +24,11 @@
 // Deadlines. Each attempt's exchange (write the request, read the response) ends by its
 // timeout: the request's, else requestTimeout. A small exchange (a request body and a response
 // body limit both within 64 KiB: a head, a manifest, a catalog record) ends sooner: by 8 times
-// the 99th percentile of the last 128 small exchanges with its endpoint that were answered,
-// within 1..5 s (5 s until 16 were seen), doubled for each retry, and never after the
-// configured timeout (the constants in http_client.cpp; docs/decisions.md D59). A lost answer
+// the 99th percentile of the last 128 small exchanges of its kind (reads, writes) with its
+// endpoint that were answered, within 1..5 s (5 s until 16 were seen), doubled for each retry,
+// and never after the configured timeout (the constants in http_client.cpp; docs/decisions.md
+// D59). An attempt that times out doubles its kind's deadline for the next request too, until
+// one is answered (D62): a caller's own resend is heard from a slower store. A lost answer
 // then costs what the store's observed latency justifies, not requestTimeout: a read is sent
 // again, and a write comes back uncertain, for its caller to settle by reading.
 //

@@ -621,6 +621,9 @@ TEST_CASE("S3 small requests: a lost answer costs what the observed latency just
       });
   constexpr std::size_t kHeadBytes = 256;  // a small read: a head
   for (int i = 0; i < 32; ++i) REQUIRE(rig.run(rig.client.get("k", kHeadBytes)).outcome.ok());
+  // Reads and writes are timed apart (D62): the writes' window is filled by writes.
+  for (int i = 0; i < 32; ++i)
+    REQUIRE(rig.put("k", "v", PutCondition::ifMatch, "\"e\"").outcome.ok());
   using Clock = std::chrono::steady_clock;
 
   // A conditional PUT whose answer is lost: uncertain after the adaptive deadline (loopback
@@ -632,7 +635,7 @@ TEST_CASE("S3 small requests: a lost answer costs what the observed latency just
   CHECK(put.outcome.status == S3Status::uncertain);
   CHECK(put.outcome.message.find("timed out") != std::string::npos);
   CHECK(putTook < 2500ms);
-  CHECK(rig.requests() == 33);
+  CHECK(rig.requests() == 65);
 
   // A small read whose first answer is lost: sent again after the adaptive deadline, answered.
   withheld = {seen + 1};
@@ -641,7 +644,7 @@ TEST_CASE("S3 small requests: a lost answer costs what the observed latency just
   const auto getTook = Clock::now() - start;
   CHECK(got.outcome.ok());
   CHECK(getTook < 3500ms);
-  CHECK(rig.requests() == 35);
+  CHECK(rig.requests() == 67);
 
   // A large read is a transfer: its attempt keeps timeout_ms.
   withheld = {seen + 1};
@@ -650,7 +653,61 @@ TEST_CASE("S3 small requests: a lost answer costs what the observed latency just
   const auto largeTook = Clock::now() - start;
   CHECK(large.outcome.ok());
   CHECK(largeTook >= 4000ms);
-  CHECK(rig.requests() == 37);
+  CHECK(rig.requests() == 69);
+}
+
+TEST_CASE("S3 small requests: a store whose writes became slower than the deadline is heard again",
+          "[net][s3fault]") {
+  // Reads answer at once; writes too, until `slowWrites`: then every PUT is answered after
+  // kWriteTakes, longer than the deadline that fast answers justified (the 1 s floor). A
+  // timed-out attempt is no sample, but it doubles its window's deadline until the window
+  // hears an answer again (D62): the caller's next send is given 2 s, the one after 4 s, and
+  // is answered. Reads, timed in their own window, keep their deadline meanwhile.
+  constexpr auto kWriteTakes = 2500ms;
+  bool slowWrites = false;
+  bool withholdRead = false;
+  Rig rig(
+      [&](const FakeRequest& r) {
+        if (r.method == "GET") {
+          const bool silent = std::exchange(withholdRead, false);
+          return FakeReply{okWithEtag("\"e\"", "data"), silent ? 30s : 0ms};
+        }
+        return FakeReply{okWithEtag("\"e\"", ""), slowWrites ? kWriteTakes : 0ms};
+      },
+      [](S3Config& c) {
+        c.requestTimeout = 10000ms;  // timeout_ms: well above what a write takes
+        c.maxAttempts = 2;
+      });
+  constexpr std::size_t kHeadBytes = 256;
+  for (int i = 0; i < 32; ++i) {
+    REQUIRE(rig.run(rig.client.get("k", kHeadBytes)).outcome.ok());
+    REQUIRE(rig.put("k", "v", PutCondition::ifMatch, "\"e\"").outcome.ok());
+  }
+  using Clock = std::chrono::steady_clock;
+  slowWrites = true;
+  auto send = [&]() {
+    const auto start = Clock::now();
+    auto put = rig.put("k", "v", PutCondition::ifMatch, "\"e\"");
+    return std::pair{put.outcome.status, Clock::now() - start};
+  };
+  // The head PUT's caller (appendLog) sends the same PUT again, three sends in all.
+  const auto [first, firstTook] = send();
+  CHECK(first == S3Status::uncertain);
+  CHECK(firstTook < 1500ms);  // the floor
+  const auto [second, secondTook] = send();
+  CHECK(second == S3Status::uncertain);
+  CHECK(secondTook >= 1900ms);  // doubled
+  CHECK(secondTook < kWriteTakes);
+  const auto [third, thirdTook] = send();
+  CHECK(third == S3Status::ok);  // 4 s: answered
+  CHECK(thirdTook >= kWriteTakes);
+  CHECK(thirdTook < 3500ms);
+
+  // A read whose answer is lost still costs the reads' floor, not the writes' deadline.
+  withholdRead = true;
+  const auto start = Clock::now();
+  CHECK(rig.run(rig.client.get("k", kHeadBytes)).outcome.ok());
+  CHECK(Clock::now() - start < 2500ms);
 }
 
 TEST_CASE("HTTP keep-alive: connections are reused, bounded, and checked before reuse",
