@@ -6,9 +6,9 @@
 // verification's (docs/performance.md). A pool per operation keeps the buffers mapped while
 // the operation runs and frees them with it, so memory is bounded by what the operation had
 // in flight, not by the process's lifetime (a process-wide allocator setting that kept freed
-// memory made a checkpoint's peak RSS grow with the graph, docs/decisions.md). Buffers are
+// memory made a checkpoint's peak RSS grow with the graph, docs/decisions/). Buffers are
 // not advised onto transparent huge pages: here their first touch cost 27-573 ms per 170 MiB
-// from one process to the next, 4 KiB pages a steady 125-169 ms (docs/decisions.md).
+// from one process to the next, 4 KiB pages a steady 125-169 ms (docs/decisions/).
 //
 // Not thread-safe: one executor takes and gives (the CPU pool may read and write the bytes of
 // a buffer it was lent in between).
@@ -49,7 +49,7 @@ class BufferPool {
   // contents and sizes it itself (ObjectStore::getInto): a reused buffer keeps the bytes and
   // size of its last use, a new one is empty. Unlike takeSized, a new buffer's pages are not
   // touched here: a download appends into them as its body arrives, instead of zero-filling
-  // (and faulting in) every page before its request is sent (docs/decisions.md).
+  // (and faulting in) every page before its request is sent (docs/decisions/).
   Bytes takeForOverwrite(std::size_t capacity) { return takeBuffer(capacity, /*keepBytes=*/true); }
 
   // Hands a buffer back (it may have grown while lent); its contents are kept for takeSized().

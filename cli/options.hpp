@@ -1,6 +1,6 @@
-// The command line's one option layer (D56): every option of every command is checked by its
-// text while the command line is parsed, before any command runs, so a bad value is a usage
-// error (exit 2) that has created, opened or sent nothing.
+// The command line's one option layer (docs/decisions/0056-one-option-layer-checks-every.md): every
+// option of every command is checked by its text while the command line is parsed, before any
+// command runs, so a bad value is a usage error (exit 2) that has created, opened or sent nothing.
 //
 // CLI11 alone reads "-5" into an unsigned option as 2^64 - 5, "010" as octal, "nan" and "inf"
 // into a double that every range check lets through, and an overflowing number as the largest

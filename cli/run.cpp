@@ -23,9 +23,10 @@ namespace {
 // The command's --timeout (one command runs per process); 0: none.
 double commandTimeoutSeconds = 0;
 
-// Descriptors a command must be able to open before its event loop is built (D63): the loop
-// and the ring take five (Asio's eventfd, epoll and timerfd, the io_uring, its eventfd), the
-// command its journal, lock, directories, files and connections.
+// Descriptors a command must be able to open before its event loop is built
+// (docs/decisions/0063-command-starts-only-32-descriptors.md): the loop and the ring take five
+// (Asio's eventfd, epoll and timerfd, the io_uring, its eventfd), the command its journal, lock,
+// directories, files and connections.
 constexpr std::size_t kMinFreeDescriptors = 32;
 
 // Whether kMinFreeDescriptors more descriptors can be opened now (all are closed again). Only

@@ -119,7 +119,7 @@ struct Raw {
 };
 
 // (Keys and options by reference to the caller's named objects: GCC 12 destroys a temporary
-// made in a co_await operand twice, docs/decisions.md D37.)
+// made in a co_await operand twice, docs/decisions/0037-fan-out-through-taskgroup.md.)
 asio::awaitable<bool> put(Raw& raw, const std::string& key, const Bytes& body,
                           const net::PutOptions& options) {
   std::string k = key;

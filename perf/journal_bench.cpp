@@ -365,9 +365,9 @@ asio::awaitable<int> runAppend(io::Uring& uring, const AppendConfig& c) {
 // thread (what fio and RocksDB do), and io_uring write then io_uring fdatasync (what the
 // journal did before 2026-12-05), and one io_uring write with RWF_DSYNC (what it does now); and
 // two RWF_DSYNC writes of adjacent ranges submitted together (what a journal with two batches
-// in flight would do; docs/decisions.md D47): each pair counts as two syncs, each with the
-// pair's latency. It measures the whole path such a journal would take (io_uring may run
-// buffered writes to one file one after the other), not the disk alone.
+// in flight would do; docs/decisions/0047-batch-made-durable-one-o.md): each pair counts as two
+// syncs, each with the pair's latency. It measures the whole path such a journal would take
+// (io_uring may run buffered writes to one file one after the other), not the disk alone.
 
 struct SyncConfig {
   fs::path dir;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a warm prefix pass costs the appends running beside it (docs/decisions.md D23).
+"""What a warm prefix pass costs the appends running beside it (docs/decisions/0023-large-journal-reads-bypass-page.md).
 
 A prefix reads chunks the page cache holds through the cache (JournalOptions::
 cachedChunksFromCache, the default): a copy per byte, on the CPU. Read directly instead

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How the journal's room is best written on a disk (docs/decisions.md D50, D52).
+"""How the journal's room is best written on a disk (docs/decisions/0050-journal-writes-zeros-ahead-frames.md, docs/decisions/0052-room-zeros-written-o-direct.md).
 
 Two measurements, each alternating its variants so all see the same disk:
 

@@ -253,7 +253,7 @@ def object_sizes(store):
 def written_sizes(before, after):
     """The mean size of each kind of object a commit writes, over those written between two
     listings: the metadata files, the log's segments and its manifests (which grow as a run of
-    manifests grows to 64 segments, docs/decisions.md D48)."""
+    manifests grows to 64 segments, docs/decisions/0048-catalog-log-manifests-come-runs.md)."""
     kinds = {"metadata": [], "segment": [], "manifest": []}
     for key, size in after.items():
         if key in before:

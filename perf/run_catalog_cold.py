@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """perf/run_catalog_cold.py: the first load of one long table by a fresh `cairn serve` (issue 27,
-docs/performance.md "The catalog", docs/decisions.md D48).
+docs/performance.md "The catalog", docs/decisions/0048-catalog-log-manifests-come-runs.md).
 
     python3 perf/run_catalog_cold.py BUILD/cli/cairn [OTHER/cairn ...] [--commits 1300]
                                      [--rounds 5] [--json FILE]

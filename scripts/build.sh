@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 flavour=${1:-release}
 jobs=${CAIRN_JOBS:-$(nproc)}
 # Sanitizer builds: line tables only (-g1; file:line in their reports at a quarter less compile
-# time than full -g on two cores) and -Og (docs/decisions.md D17), not the -O1 the sanitizers'
+# time than full -g on two cores) and -Og (docs/decisions/0017-ci-builds-line-tables-only.md), not the -O1 the sanitizers'
 # documentation suggests for speed: with ASan+UBSan, GCC 12 compiled
 # net/http/http_server.cpp in 107 s at -Og against 164 s at -O1 (UBSan's checks are what made the
 # ASan build twice the TSan build: 96 s with ASan alone); with TSan 40 s against 51 s.

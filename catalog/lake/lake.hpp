@@ -106,7 +106,8 @@ class Lake {
   // Errc::missing when the table log does not exist. `base`: where the lake log says the log
   // starts (a branch-local log: its fork's from-metadata-location; a table's own log: none,
   // nullptr); a log that starts elsewhere is Errc::corrupt. (A pointer, so that no caller makes
-  // a temporary std::optional in a co_await operand: docs/decisions.md D41.)
+  // a temporary std::optional in a co_await operand:
+  // docs/decisions/0041-catalog-logs-chained-manifests-one.md.)
   boost::asio::awaitable<Res<std::shared_ptr<const TableView>>> table(
       const Uuid& uuid, OperationBudget& budget, const std::string* base = nullptr);
   // The metadata file a commit names: read bounded by its length, its SHA-256 checked, parsed
@@ -117,7 +118,7 @@ class Lake {
   // `metadataBytes` at the key of commit.metadataLocation first; a committed append becomes
   // the cached view.
   // (`at` is a pointer, never a temporary: GCC 12 destroys a temporary made in a co_await
-  // operand twice, docs/decisions.md D37.)
+  // operand twice, docs/decisions/0037-fan-out-through-taskgroup.md.)
   boost::asio::awaitable<Res<Appended>> appendTable(const Uuid& uuid, const TableView* at,
                                                     const TableCommit& commit,
                                                     std::string metadataBytes,

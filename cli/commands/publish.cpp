@@ -221,8 +221,9 @@ void describeTails(const std::string& dir, const Journal& journal, JsonObject& o
   out.add("torn_tail_files", std::move(list));
 }
 
-// The unknown range a failed write could not cut back (docs/decisions.md D60): a read-only open
-// presents the journal through its durable end; the next writer cuts the range off.
+// The unknown range a failed write could not cut back
+// (docs/decisions/0060-unknown-range-marked-beside-journal.md): a read-only open presents the
+// journal through its durable end; the next writer cuts the range off.
 void describeUnknown(const Journal& journal, JsonObject& out, std::string& text) {
   const auto& u = journal.unknownRange();
   if (!u) {

@@ -31,7 +31,7 @@
  * read) or when the rebase bound is spent (nothing this handler sent is or can become part of
  * the history; docs/design.md §9.1 allows no 409 there).
  *
- * Refusals (docs/decisions.md D59). A 412 says the precondition did not hold: nothing was
+ * Refusals (docs/decisions/0059-small-store-request-bounded-latency.md). A 412 says the precondition did not hold: nothing was
  * written. A lost race (AWS's 409, RGW's 500) is an answer but no such proof: RGW answers 500
  * to a PUT that races another on the same key, such as this handler's own earlier PUT still on
  * its way, and a PUT that applied may come back so (a proxy's answer, a fault here: it costs
@@ -54,7 +54,7 @@
  *   MUTANT_REFUSED_IS_LOST     a refusal while the head still shows the predecessor is taken as a
  *                              lost CAS even after an unanswered send of the same commit (which
  *                              may still land): rebase or 503 instead of 504
- *   MUTANT_RACE_IS_LOST        the rule before D59: a lost race's answer (409, RGW's 500) to the
+ *   MUTANT_RACE_IS_LOST        the rule before docs/decisions/0059-small-store-request-bounded-latency.md: a lost race's answer (409, RGW's 500) to the
  *                              only send is "lost" without reading the head, as a 412 is
  *                              (caught with REBASES=0: the rebase's look for its own candidate
  *                              is the second guard, and no rebase is left to make it)
@@ -294,7 +294,7 @@ put:  /* putHead: If-Match the ETag of the head the requirements were checked on
     skip
   };
 
-reread:  /* appendLog's settling: read the head back, judge by the chain (D59) */
+reread:  /* appendLog's settling: read the head back, judge by the chain (docs/decisions/0059-small-store-request-bounded-latency.md) */
   atomic {
     if
     :: faults < MAXFAULT -> faults++;

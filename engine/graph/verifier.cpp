@@ -173,7 +173,7 @@ asio::awaitable<void> fetchSegment(ObjectStore& store, const Uuid& ns, const Man
   }
   {
     // The buffer is taken once the GET may start: fewer buffers, fewer fresh pages
-    // (docs/decisions.md). A new one is not zero-filled first: its pages are touched as the
+    // (docs/decisions/). A new one is not zero-filled first: its pages are touched as the
     // body arrives, after the request is sent.
     auto download = co_await downloads.acquire(1);
     Bytes storage = buffers.takeForOverwrite(seg.objectLength);

@@ -143,8 +143,9 @@ std::optional<std::array<std::uint64_t, 3>> parseUnknownMarker(std::string_view 
   return out;
 }
 
-// The unknown range marked in DIR (D60), or nullopt. A marker that does not parse, or a
-// second one, is an error: nothing is judged against a marker that cannot be read.
+// The unknown range marked in DIR (docs/decisions/0060-unknown-range-marked-beside-journal.md), or
+// nullopt. A marker that does not parse, or a second one, is an error: nothing is judged against a
+// marker that cannot be read.
 Res<std::optional<UnknownRange>> readUnknownMarker(const fs::path& dir) {
   std::optional<UnknownRange> found;
   std::error_code ec;
@@ -207,7 +208,8 @@ struct Journal::Impl {
   io::File direct;
   // The same file opened with O_DIRECT for makeRoom()'s zeros: written from the disk's side of
   // the page cache they cost no copy and reach the disk 2-3x faster than buffered zeros and
-  // their writeback (docs/decisions.md D52). Not open where the file system refuses O_DIRECT.
+  // their writeback (docs/decisions/0052-room-zeros-written-o-direct.md). Not open where the file
+  // system refuses O_DIRECT.
   io::File roomDirect;
   Batch pending;
   // The batch written last, emptied: the next pending batch takes its buffers, so appends fill
@@ -292,7 +294,8 @@ asio::awaitable<Res<std::unique_ptr<Journal>>> Journal::create(io::Uring& uring,
   // What an interrupted recovery left is the next recovery's to remove, never a new
   // journal's to join (its marker or state would bind the new journal to another lineage).
   if (fs::exists(dir / kRecoveringFileName, ec)) co_return noJournal(dir);
-  // Nor a marker of an unknown range whose journal is gone (D60): it would name another one.
+  // Nor a marker of an unknown range whose journal is gone
+  // (docs/decisions/0060-unknown-range-marked-beside-journal.md): it would name another one.
   auto marked = readUnknownMarker(dir);
   if (!marked) co_return failureOf(marked);
   if (*marked) {
@@ -592,9 +595,10 @@ Res<void> Journal::checkAcknowledgedReached() const {
 }
 
 // The records of a marked unknown range were never acknowledged: they may be kept or dropped,
-// but durably one or the other before anything reads, publishes or appends after them (D60).
-// They are dropped: a truncate needs no space, and the durable end the appenders were told
-// stays exact. Never into what the publisher state proves acknowledged.
+// but durably one or the other before anything reads, publishes or appends after them
+// (docs/decisions/0060-unknown-range-marked-beside-journal.md). They are dropped: a truncate needs
+// no space, and the durable end the appenders were told stays exact. Never into what the publisher
+// state proves acknowledged.
 asio::awaitable<Res<std::uint64_t>> Journal::cutUnknown(const UnknownRange& range,
                                                         std::uint64_t fileSize) {
   const std::string marker = range.marker.string();
@@ -823,8 +827,9 @@ void Journal::recycle(std::vector<ReadSlot>& slots) {
 // waits for a round trip through the loop between two chunks. A task reads at most
 // prefixSliceBytes and gives its pool thread back: while the disk is slower than the hash, the
 // thread waits for it, and other CPU work (a checkpoint's segment hashes) must not wait for a
-// whole pass. Memory: the journal's readDepth chunks in huge pages (D51), or chunk buffers
-// while another prefix holds those.
+// whole pass. Memory: the journal's readDepth chunks in huge pages
+// (docs/decisions/0051-prefix-read-thread-hashes-ring.md), or chunk buffers while another prefix
+// holds those.
 asio::awaitable<Res<Sha256Lane>> Journal::hashRange(std::uint64_t start, std::uint64_t end,
                                                     Sha256Lane hash) {
   if (end <= start) co_return std::move(hash);
@@ -1103,7 +1108,8 @@ asio::awaitable<Journal::BatchWrite> Journal::writeBatch(Bytes& frames, std::uin
   }
   // Inside the room, the write runs on to the end of its last page with the zeros that are
   // there already: a page written whole is not read from the disk first (a room written
-  // directly is not in the page cache; a read per batch cost 50 us, D52).
+  // directly is not in the page cache; a read per batch cost 50 us,
+  // docs/decisions/0052-room-zeros-written-o-direct.md).
   const std::size_t framesBytes = frames.size();
   if (end <= s.allocatedEnd) {
     frames.resize(framesBytes + (std::min(alignUp(end), s.allocatedEnd) - end), 0);
@@ -1123,7 +1129,8 @@ std::string recordsText(const SequenceRange& r) {
 
 }  // namespace
 
-// Marks the failed batch's records unknown beside the journal (D60); says what became of it.
+// Marks the failed batch's records unknown beside the journal
+// (docs/decisions/0060-unknown-range-marked-beside-journal.md); says what became of it.
 std::string Journal::markUnknownText(std::uint64_t at, SequenceRange batch) {
   const std::string name = unknownMarkerName(endSequence(), at, batch.last);
   if (std::error_code e = markUnknown(dir_, name)) {
@@ -1142,7 +1149,8 @@ std::string Journal::markUnknownText(std::uint64_t at, SequenceRange batch) {
 // file is cut back to `at`, the acknowledged end, and the cut made durable; then none of the
 // batch can persist, and its appenders are told it failed (Errc::io). Where the cut fails too,
 // they are told their records are unknown (Errc::uncertain, with the range), never that they
-// failed (docs/decisions.md D55). A batch whose room failed was never written: it failed.
+// failed (docs/decisions/0055-failed-durable-write-cut-back.md). A batch whose room failed was
+// never written: it failed.
 asio::awaitable<Error> Journal::failBatch(std::uint64_t at, SequenceRange batch,
                                           const BatchWrite& write) {
   Impl& s = *impl_;
@@ -1190,10 +1198,11 @@ asio::awaitable<io::IoResult<void>> Journal::cutBack(std::uint64_t at) {
 // multiple of kJournalRoomBytes past `need` and makes them durable: the batches that follow
 // overwrite written blocks, and their O_DSYNC writes change no metadata (the size, the block
 // map): 4,209-5,192 durable writes of 68 KiB a second against 2,836-4,212 for appends, and in
-// the journal 2,086-2,260 batches against 1,854-2,160 (docs/decisions.md D50). A crash leaves
-// zeros after the last frame; open() reads them as the journal's room, not as a torn tail.
-// False: a write found no space (ENOSPC, EDQUOT), and the zeros written are cut off again; the
-// caller writes its batch without a room. A failed sync is an error, never retried.
+// the journal 2,086-2,260 batches against 1,854-2,160
+// (docs/decisions/0050-journal-writes-zeros-ahead-frames.md). A crash leaves zeros after the last
+// frame; open() reads them as the journal's room, not as a torn tail. False: a write found no space
+// (ENOSPC, EDQUOT), and the zeros written are cut off again; the caller writes its batch without a
+// room. A failed sync is an error, never retried.
 asio::awaitable<io::IoResult<bool>> Journal::makeRoom(std::uint64_t from, std::uint64_t need) {
   Impl& s = *impl_;
   static const AlignedBuffer zeros = [] {

@@ -54,7 +54,8 @@ struct JournalOptions {
   unsigned readDepth = 8;  // a prefix keeps at most io::ReadRing::kMaxReads (64) in flight
   // A prefix is read and hashed on the CPU pool by one task per slice of the file: a task
   // reads up to the next multiple of this many bytes, then gives its thread back, so other CPU
-  // work does not wait for a whole pass while the disk is slower than the hash (D51).
+  // work does not wait for a whole pass while the disk is slower than the hash
+  // (docs/decisions/0051-prefix-read-thread-hashes-ring.md).
   std::uint64_t prefixSliceBytes = std::uint64_t{256} << 20;
   // Reads of at least kMinDirectReadBytes bypass the page cache (O_DIRECT) where the file
   // system allows it; smaller ones (most records) use the cache.
@@ -66,11 +67,13 @@ struct JournalOptions {
   bool cachedChunksFromCache = true;
   // Write zeros ahead of the frames, kJournalRoomBytes at a time, and make them durable, so a
   // batch's O_DSYNC write overwrites written blocks and syncs no metadata (docs/journal.md,
-  // "Room"; docs/decisions.md D50). False: each batch extends the file (tests, measurements).
+  // "Room"; docs/decisions/0050-journal-writes-zeros-ahead-frames.md). False: each batch extends
+  // the file (tests, measurements).
   bool preallocate = true;
   // Write the room's zeros with O_DIRECT where the file system allows it: no copy into the
-  // page cache and no writeback, 2-3x faster on this disk (docs/decisions.md D52). False:
-  // through the page cache (measurements; the fallback where O_DIRECT is refused).
+  // page cache and no writeback, 2-3x faster on this disk
+  // (docs/decisions/0052-room-zeros-written-o-direct.md). False: through the page cache
+  // (measurements; the fallback where O_DIRECT is refused).
   bool directRoom = true;
   // Tests only: called at named points of create() ("created": the journal is linked into
   // place and not yet opened), to show what another process could do there.
@@ -109,10 +112,10 @@ struct SequenceRange {
   bool operator==(const SequenceRange&) const = default;
 };
 
-// The marker of an unknown range (docs/decisions.md D60): an empty file beside the journal,
-// journal.unknown-S-L-U, left when a failed batch could not be cut back off the file: records
-// through sequence S (L bytes) are durable, S+1..U are unknown. Empty, so that it needs no data
-// block on a full disk: its name is all it says.
+// The marker of an unknown range (docs/decisions/0060-unknown-range-marked-beside-journal.md): an
+// empty file beside the journal, journal.unknown-S-L-U, left when a failed batch could not be cut
+// back off the file: records through sequence S (L bytes) are durable, S+1..U are unknown. Empty,
+// so that it needs no data block on a full disk: its name is all it says.
 inline constexpr const char* kUnknownFilePrefix = "journal.unknown-";
 // What a marker says, and what the open did about it.
 struct UnknownRange {
@@ -145,14 +148,16 @@ struct JournalStats {
   // The room (docs/journal.md): zeros written ahead of the frames, and the time it took (part
   // of syncSeconds: the batch that passed the room's end waited for it).
   std::uint64_t roomBytes = 0;
-  std::uint64_t roomDirectBytes = 0;  // of roomBytes, written with O_DIRECT (D52)
+  std::uint64_t roomDirectBytes = 0;  // of roomBytes, written with O_DIRECT
+                                      // (docs/decisions/0052-room-zeros-written-o-direct.md)
   double roomSeconds = 0;
 };
 
 // Why a writable journal takes no more appends (Journal::failure()): the durable write of a
 // batch, or the room it waited for, failed (docs/journal.md, "When a durable write fails";
-// docs/decisions.md D55). Every record through `durableThrough` is durable; the failed batch's
-// appenders got `error`; every other append got Errc::io, its record not written.
+// docs/decisions/0055-failed-durable-write-cut-back.md). Every record through `durableThrough` is
+// durable; the failed batch's appenders got `error`; every other append got Errc::io, its record
+// not written.
 struct JournalFailure {
   Error error;  // Errc::io: none of the batch is in the journal; Errc::uncertain: unknown
   std::uint64_t durableThrough = 0;  // the last acknowledged sequence
@@ -244,7 +249,8 @@ class Journal {
   const std::optional<TornTail>& tornTail() const { return tornTail_; }
   // Bytes cut from a torn tail when the journal was opened.
   std::uint64_t tornBytesCut() const { return tornTail_ && tornTail_->cut ? tornTail_->bytes : 0; }
-  // The unknown range a marker named when the journal was opened (D60); nullopt: none.
+  // The unknown range a marker named when the journal was opened
+  // (docs/decisions/0060-unknown-range-marked-beside-journal.md); nullopt: none.
   const std::optional<UnknownRange>& unknownRange() const { return unknownRange_; }
   // What the publisher state proved acknowledged when the journal was opened.
   const std::optional<AcknowledgedPrefix>& acknowledged() const { return acknowledged_; }
@@ -276,12 +282,14 @@ class Journal {
   };
   boost::asio::awaitable<BatchWrite> writeBatch(Bytes& frames, std::uint64_t at);
   // After the batch `batch` at `at` failed: the file cut back to `at`, durably, or the batch
-  // unknown; returns what the batch's appenders get (D55).
+  // unknown; returns what the batch's appenders get
+  // (docs/decisions/0055-failed-durable-write-cut-back.md).
   boost::asio::awaitable<Error> failBatch(std::uint64_t at, SequenceRange batch,
                                           const BatchWrite& write);
   boost::asio::awaitable<io::IoResult<void>> cutBack(std::uint64_t at);
-  // Marks the batch's records unknown beside the journal (kUnknownFilePrefix, D60), the cut
-  // back to `at` having failed; returns what the appenders are told of it.
+  // Marks the batch's records unknown beside the journal (kUnknownFilePrefix,
+  // docs/decisions/0060-unknown-range-marked-beside-journal.md), the cut back to `at` having
+  // failed; returns what the appenders are told of it.
   std::string markUnknownText(std::uint64_t at, SequenceRange batch);
   boost::asio::awaitable<io::IoResult<bool>> makeRoom(std::uint64_t from, std::uint64_t need);
   void noteBatch(std::uint64_t records, std::uint64_t bytes, double seconds);
@@ -289,8 +297,9 @@ class Journal {
   boost::asio::awaitable<Res<void>> handleTail(std::uint64_t boundary, std::uint64_t fileSize,
                                                const std::optional<Error>& fault);
   Res<void> checkAcknowledgedReached() const;
-  // Before the scan: a writable open cuts the marked unknown range off, durably (D60); returns
-  // how far the scan reads (a read-only open reads through the durable end only).
+  // Before the scan: a writable open cuts the marked unknown range off, durably
+  // (docs/decisions/0060-unknown-range-marked-beside-journal.md); returns how far the scan reads (a
+  // read-only open reads through the durable end only).
   boost::asio::awaitable<Res<std::uint64_t>> cutUnknown(const UnknownRange& range,
                                                         std::uint64_t fileSize);
   // After the scan: the journal ends where the marker says; a writer removes it durably.

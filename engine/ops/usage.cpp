@@ -31,7 +31,8 @@ asio::awaitable<Res<RetainedGraph>> retainedGraph(ObjectStore& store, const Uuid
   graph.reachable.insert(key);
   // The chain, newest first: each head's copy, manifest (with the bases a chained one names,
   // each walked once) and segments.
-  // Named, not temporaries of the co_await (GCC 12 destroys those twice: docs/decisions.md D41).
+  // Named, not temporaries of the co_await (GCC 12 destroys those twice:
+  // docs/decisions/0041-catalog-logs-chained-manifests-one.md).
   const std::function<bool(const Digest&)> known = [&](const Digest& manifest) {
     return graph.reachable.count(keys::manifest(ns, manifest)) > 0;
   };

@@ -90,7 +90,7 @@ inline constexpr std::uint64_t kDefaultInFlightRequests = 16;
 // How many of an operation's transfers of about `itemBytes` each to run at once when `held`
 // bytes may be in flight: half of the items that fit, rounded up (at least 1). Transfers that
 // share the network progress together and end together: with every held buffer transferring,
-// the network idled while the next batch was prepared (docs/decisions.md, "Transfers use half
+// the network idled while the next batch was prepared (docs/decisions/, "Transfers use half
 // the byte limit").
 inline std::uint64_t transfersAtOnce(std::uint64_t held, std::uint64_t itemBytes) {
   const std::uint64_t fit = held / std::max<std::uint64_t>(1, itemBytes);
@@ -101,7 +101,7 @@ inline std::uint64_t transfersAtOnce(std::uint64_t held, std::uint64_t itemBytes
 // the next segment read and hashed before an upload, or the fetched one being checked after a
 // download. Preparing or checking one takes a small part of a transfer's time, so more held
 // items only cost fresh memory (slow to fault in on some machines), and they took byte limit
-// the engine's other operations share (docs/decisions.md, "One segment more than transfer").
+// the engine's other operations share (docs/decisions/, "One segment more than transfer").
 inline std::uint64_t segmentsHeld(std::uint64_t transfers) { return transfers + 1; }
 
 // The limits shared by everything running in one engine.

@@ -5,7 +5,7 @@
 // the spawner's frame), in co_spawn's own frame, which Asio destroys *after* the task's body
 // has returned. A task that signalled "done" from its body therefore still released permits
 // after its spawner had moved on and freed what they point into: a checkpoint whose upload
-// failed corrupted the heap (docs/decisions.md, "Fan-out through TaskGroup").
+// failed corrupted the heap (docs/decisions/, "Fan-out through TaskGroup").
 //
 // A TaskGroup makes that impossible by construction. start() moves the callable into the
 // task's own coroutine frame, and the task counts as finished only in co_spawn's completion
@@ -59,7 +59,7 @@ class TaskGroup {
   asio::awaitable<bool> room();
   // Starts `task`, a callable returning asio::awaitable<Res<void>>, now: after room() said
   // true (or at once in an unbounded group). A plain call, not a co_await: GCC 12 destroys
-  // temporaries of a co_await operand that owns a lambda twice (docs/decisions.md).
+  // temporaries of a co_await operand that owns a lambda twice (docs/decisions/).
   template <class F>
   void start(F task) {
     if (running_ >= maxRunning_ || failure_) {

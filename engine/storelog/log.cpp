@@ -179,7 +179,7 @@ struct Candidate {
 // Its manifest continues `at`'s run: it names the run's base and lists the run's segments and
 // the new one, until the run holds `runSegments`; then it starts a new run on `at`'s manifest.
 // So a cold reader walks one manifest per run, not one per append, and each manifest stays
-// under runSegments entries (docs/decisions.md D48).
+// under runSegments entries (docs/decisions/0048-catalog-log-manifests-come-runs.md).
 Res<Candidate> buildCandidate(const LogIdentity& id, const std::optional<LogCursor>& at,
                               const std::vector<Bytes>& records, std::size_t runSegments) {
   if (records.empty()) return err(Errc::usage, "an append holds at least one record");

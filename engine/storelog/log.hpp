@@ -102,8 +102,8 @@ struct LogAppend {
 
 struct AppendOptions {
   // A manifest lists at most this many segments: the appends of a run share one base, so a
-  // cold read walks one manifest per run (docs/decisions.md D48). 1 chains every append to
-  // the one before.
+  // cold read walks one manifest per run (docs/decisions/0048-catalog-log-manifests-come-runs.md).
+  // 1 chains every append to the one before.
   std::size_t runSegments = 64;
   // Re-sends of the same PUT (same bytes, same precondition) after an unanswered one, while the
   // head still shows the predecessor.

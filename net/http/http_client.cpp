@@ -145,16 +145,18 @@ struct Waiter {
   bool slot = false;
 };
 
-// The adaptive deadline of small exchanges (net/http/http_client.hpp, "Deadlines"; D59). Loopback
-// RGW answers a 256-byte GET in 3 ms at the median and 8-9 ms at p99, a conditional PUT in 4.5
-// and 17 ms (docs/stores.md, "Store URLs"): the floor is 50 times that.
+// The adaptive deadline of small exchanges (net/http/http_client.hpp, "Deadlines";
+// docs/decisions/0059-small-store-request-bounded-latency.md). Loopback RGW answers a 256-byte GET
+// in 3 ms at the median and 8-9 ms at p99, a conditional PUT in 4.5 and 17 ms (docs/stores.md,
+// "Store URLs"): the floor is 50 times that.
 constexpr std::size_t kSmallExchangeBytes = 64 * 1024;
 constexpr std::size_t kLatencyWindow = 128;     // the last answered exchanges kept
 constexpr std::size_t kLatencyMinSamples = 16;  // before them, the ceiling
 constexpr unsigned kLatencyTimeoutFactor = 8;   // times the window's 99th percentile
 constexpr std::chrono::milliseconds kLatencyTimeoutFloor{1000};
 constexpr std::chrono::milliseconds kLatencyTimeoutCeiling{5000};
-// The most a window's deadline grows by doubling after timed-out attempts (D62).
+// The most a window's deadline grows by doubling after timed-out attempts
+// (docs/decisions/0062-timed-out-small-write-doubles.md).
 constexpr std::chrono::milliseconds kLatencyBackoffCeiling{8 * kLatencyTimeoutCeiling};
 
 // The durations of the last kLatencyWindow small exchanges with one endpoint that got a
@@ -163,7 +165,8 @@ constexpr std::chrono::milliseconds kLatencyBackoffCeiling{8 * kLatencyTimeoutCe
 // until kLatencyMinSamples were seen). An attempt that timed out is not a sample: what it
 // would have taken is unknown. But it is a bound: until the window hears an answer again, its
 // deadline is at least twice the one that ran out (up to kLatencyBackoffCeiling), so the next
-// send -- a retry, or a caller's own resend -- waits longer (D62; Karn's rule for TCP's RTO).
+// send -- a retry, or a caller's own resend -- waits longer
+// (docs/decisions/0062-timed-out-small-write-doubles.md; Karn's rule for TCP's RTO).
 class LatencyWindow {
  public:
   void add(Clock::duration took) {
@@ -204,8 +207,9 @@ bool isSmallExchange(const HttpRequest& request) {
          request.maxResponseBody <= kSmallExchangeBytes;
 }
 
-// Whether a request only reads: reads and writes are timed in windows of their own (D62), so
-// a store's write latency is learned from writes, however many reads there are.
+// Whether a request only reads: reads and writes are timed in windows of their own
+// (docs/decisions/0062-timed-out-small-write-doubles.md), so a store's write latency is learned
+// from writes, however many reads there are.
 bool isRead(const HttpRequest& request) {
   return request.method == "GET" || request.method == "HEAD";
 }

@@ -26,11 +26,13 @@
 // body limit both within 64 KiB: a head, a manifest, a catalog record) ends sooner: by 8 times
 // the 99th percentile of the last 128 small exchanges of its kind (reads, writes) with its
 // endpoint that were answered, within 1..5 s (5 s until 16 were seen), doubled for each retry,
-// and never after the configured timeout (the constants in http_client.cpp; docs/decisions.md
-// D59). An attempt that times out doubles its kind's deadline for the next request too, until
-// one is answered (D62): a caller's own resend is heard from a slower store. A lost answer
-// then costs what the store's observed latency justifies, not requestTimeout: a read is sent
-// again, and a write comes back uncertain, for its caller to settle by reading.
+// and never after the configured timeout (the constants in http_client.cpp; docs/decisions/
+// docs/decisions/0059-small-store-request-bounded-latency.md). An attempt that times out doubles
+// its kind's deadline for the next request too, until one is answered
+// (docs/decisions/0062-timed-out-small-write-doubles.md): a caller's own resend is heard from a
+// slower store. A lost answer then costs what the store's observed latency justifies, not
+// requestTimeout: a read is sent again, and a write comes back uncertain, for its caller to settle
+// by reading.
 //
 // Threading. Not thread-safe: call it only from coroutines running on the executor given at
 // construction (a strand makes a multi-threaded io_context safe). The client may be destroyed

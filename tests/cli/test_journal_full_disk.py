@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`cairn append` and `cairn ingest` on a disk that fills up (docs/journal.md, "When a durable
-write fails"; docs/decisions.md D55).
+write fails"; docs/decisions/0055-failed-durable-write-cut-back.md).
 
 Usage: test_journal_full_disk.py /path/to/cairn
 Checks, on a 1 MiB tmpfs (mounting it needs root: CI runs as root): the append that fills the
@@ -8,7 +8,7 @@ disk exits 1 (`io`), says on stderr and in its one JSON object up to which seque
 are durable and that none is unknown; the journal then holds exactly those records (the part
 of the failed batch the disk took was cut back off the file), also after space is freed, and
 the next append continues right after them. The same for `ingest` on a journal-only directory.
-And the marker of an unknown range (D60: what a failed write leaves when its cut fails too):
+And the marker of an unknown range (docs/decisions/0060-unknown-range-marked-beside-journal.md: what a failed write leaves when its cut fails too):
 it can be made on the full disk (an empty file), the reading commands present the journal
 through its durable end only and `status` names it, and the next `append` cuts the range off
 and continues right after the durable records.
@@ -60,7 +60,7 @@ def holds_exactly(what, db, durable):
 
 
 def empty_file_on_full_disk(full):
-    """What a failed cut's marker needs (D60): an empty file is made where no block is left."""
+    """What a failed cut's marker needs (docs/decisions/0060-unknown-range-marked-beside-journal.md): an empty file is made where no block is left."""
     probe = os.path.join(full, "journal.unknown-probe")
     error = None
     try:

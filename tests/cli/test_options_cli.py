@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every option of every command is checked before anything runs (issue "The promise kept,
-round three", defects 8-11; D56). The walks take the commands and their options from the
+round three", defects 8-11; docs/decisions/0056-one-option-layer-checks-every.md). The walks take the commands and their options from the
 binary's own --help, so a command or an option added later is covered without a change here:
 
   - every numeric option (UINT, INT, FLOAT) declares its range, and a value outside it, a
@@ -257,7 +257,7 @@ def defect_9_descriptors(tmp):
                 ["store", "ls", store], ["append", db], ["log", "--store", store, "--namespace",
                                                          str(uuid.uuid4())]]
     # UBSan's vptr check opens a pipe (two descriptors) on each miss in its type cache, and
-    # calls a valid object invalid when it cannot (D63). With the three standard streams open,
+    # calls a valid object invalid when it cannot (docs/decisions/0063-command-starts-only-32-descriptors.md). With the three standard streams open,
     # `ulimit -n` 4 leaves one: a UBSan build misreports in its static initialisers, before
     # cairn's code runs. Such a build starts at 5; the others at 4.
     ubsan = b"libubsan" in subprocess.run(["ldd", cairn], capture_output=True).stdout

@@ -1,6 +1,7 @@
 // What Database::append and the ingest job tell a caller when the journal's durable write fails
-// (docs/embedding.md; docs/decisions.md D55): the records failed (Errc::io) when the write was
-// cut back off the file, unknown (Errc::uncertain, with their range) when it could not be.
+// (docs/embedding.md; docs/decisions/0055-failed-durable-write-cut-back.md): the records failed
+// (Errc::io) when the write was cut back off the file, unknown (Errc::uncertain, with their range)
+// when it could not be.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>

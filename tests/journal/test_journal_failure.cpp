@@ -1,8 +1,8 @@
-// A failed durable write (docs/journal.md, "When a durable write fails"; docs/decisions.md D55):
-// whatever of the batch reached the file is cut back off it, durably, and the batch's appenders
-// are told it failed (Errc::io); where the cut fails too, they are told their records are
-// unknown (Errc::uncertain, with the range), never that they failed. A reopen never holds a
-// frame its appender was told had failed.
+// A failed durable write (docs/journal.md, "When a durable write fails";
+// docs/decisions/0055-failed-durable-write-cut-back.md): whatever of the batch reached the file is
+// cut back off it, durably, and the batch's appenders are told it failed (Errc::io); where the cut
+// fails too, they are told their records are unknown (Errc::uncertain, with the range), never that
+// they failed. A reopen never holds a frame its appender was told had failed.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -232,7 +232,8 @@ TEST_CASE("journal failure: a batch that cannot be cut back is unknown, with its
   CHECK(failure.durableThrough == kAcked);
   CHECK(failure.unknown == SequenceRange{kAcked + 1, kAcked + kBatch});
   CHECK_THAT(failure.error.message, Catch::Contains("marked in"));
-  // The range was marked, and the reopen cut it off: the acknowledged records only (D60).
+  // The range was marked, and the reopen cut it off: the acknowledged records only
+  // (docs/decisions/0060-unknown-range-marked-beside-journal.md).
   auto reopened = f.reopen(room);
   REQUIRE(reopened.ok());
   CHECK((*reopened)->endSequence() == kAcked);

@@ -1,8 +1,8 @@
-// The journal's room (docs/journal.md, "Room"; docs/decisions.md D50): the writer keeps zeros,
-// written and durable, ahead of its frames, so a batch's O_DSYNC write overwrites written
-// blocks. Zeros after the last frame are the journal's clean end; a batch torn inside the room
-// is cut at its last whole frame as a torn tail is, keeping only the bytes that were written;
-// damage stays damage.
+// The journal's room (docs/journal.md, "Room";
+// docs/decisions/0050-journal-writes-zeros-ahead-frames.md): the writer keeps zeros, written and
+// durable, ahead of its frames, so a batch's O_DSYNC write overwrites written blocks. Zeros after
+// the last frame are the journal's clean end; a batch torn inside the room is cut at its last whole
+// frame as a torn tail is, keeping only the bytes that were written; damage stays damage.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -278,7 +278,8 @@ TEST_CASE("journal room: damage in the room is refused and a sound room is never
 TEST_CASE("journal room: made from an unaligned end, directly or through the page cache",
           "[journal]") {
   // A journal written without a room ends mid-page; the next room starts there: the part of a
-  // page through the cache, the rest with O_DIRECT (D52), or all through the cache. Each batch
+  // page through the cache, the rest with O_DIRECT
+  // (docs/decisions/0052-room-zeros-written-o-direct.md), or all through the cache. Each batch
   // written into it runs to the end of its page with zeros; none of that shows in the file.
   const bool direct = GENERATE(true, false);
   CAPTURE(direct);

@@ -621,7 +621,8 @@ TEST_CASE("S3 small requests: a lost answer costs what the observed latency just
       });
   constexpr std::size_t kHeadBytes = 256;  // a small read: a head
   for (int i = 0; i < 32; ++i) REQUIRE(rig.run(rig.client.get("k", kHeadBytes)).outcome.ok());
-  // Reads and writes are timed apart (D62): the writes' window is filled by writes.
+  // Reads and writes are timed apart (docs/decisions/0062-timed-out-small-write-doubles.md): the
+  // writes' window is filled by writes.
   for (int i = 0; i < 32; ++i)
     REQUIRE(rig.put("k", "v", PutCondition::ifMatch, "\"e\"").outcome.ok());
   using Clock = std::chrono::steady_clock;
@@ -661,8 +662,9 @@ TEST_CASE("S3 small requests: a store whose writes became slower than the deadli
   // Reads answer at once; writes too, until `slowWrites`: then every PUT is answered after
   // kWriteTakes, longer than the deadline that fast answers justified (the 1 s floor). A
   // timed-out attempt is no sample, but it doubles its window's deadline until the window
-  // hears an answer again (D62): the caller's next send is given 2 s, the one after 4 s, and
-  // is answered. Reads, timed in their own window, keep their deadline meanwhile.
+  // hears an answer again (docs/decisions/0062-timed-out-small-write-doubles.md): the caller's next
+  // send is given 2 s, the one after 4 s, and is answered. Reads, timed in their own window, keep
+  // their deadline meanwhile.
   constexpr auto kWriteTakes = 2500ms;
   bool slowWrites = false;
   bool withholdRead = false;
