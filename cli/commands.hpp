@@ -114,10 +114,15 @@ void addTimeoutOption(CLI::App* cmd, double defaultSeconds);
 void addHeadCommands(CLI::App& app, int& exitCode);
 void addJournalCommands(CLI::App& app, int& exitCode);
 void addStoreCommands(CLI::App& app, int& exitCode);
-void addCheckpointCommands(CLI::App& app, int& exitCode);
-void addPublishCommands(CLI::App& app, int& exitCode);
+void addVerifyCommands(CLI::App& app, int& exitCode);      // verify, checkpoint-objects
+void addCheckpointCommands(CLI::App& app, int& exitCode);  // checkpoint, compact
+void addStatusCommands(CLI::App& app, int& exitCode);      // status, log
+void addRecoverCommand(CLI::App& app, int& exitCode);
+void addIngestCommand(CLI::App& app, int& exitCode);
 void addOpsCommands(CLI::App& app, int& exitCode);
-void addCatalogCommands(CLI::App& app, int& exitCode);
+void addLakeCommands(CLI::App& app, int& exitCode);  // lake create, set, status, expire, gc, policy
+void addTokenCommands(CLI::App& app, int& exitCode);  // token create
+void addServeCommand(CLI::App& app, int& exitCode);
 // `completion bash` and the hidden `manpage`, from the commands registered before it.
 void addCompletionCommands(CLI::App& app, int& exitCode, const std::string& version);
 

@@ -173,10 +173,15 @@ int main(int argc, char** argv) {
   cairn::cli::addHeadCommands(app, exitCode);
   cairn::cli::addJournalCommands(app, exitCode);
   cairn::cli::addStoreCommands(app, exitCode);
+  cairn::cli::addVerifyCommands(app, exitCode);
   cairn::cli::addCheckpointCommands(app, exitCode);
-  cairn::cli::addPublishCommands(app, exitCode);
+  cairn::cli::addStatusCommands(app, exitCode);
+  cairn::cli::addRecoverCommand(app, exitCode);
+  cairn::cli::addIngestCommand(app, exitCode);
   cairn::cli::addOpsCommands(app, exitCode);
-  cairn::cli::addCatalogCommands(app, exitCode);
+  cairn::cli::addLakeCommands(app, exitCode);
+  cairn::cli::addTokenCommands(app, exitCode);
+  cairn::cli::addServeCommand(app, exitCode);
   cairn::cli::addCompletionCommands(app, exitCode, CAIRN_VERSION);
   cairn::cli::checkEveryOption(app);
   try {

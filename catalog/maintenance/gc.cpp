@@ -7,6 +7,7 @@
 
 #include "catalog/format/names.hpp"
 #include "catalog/iceberg/iceberg_files.hpp"
+#include "engine/store/listing.hpp"
 #include "engine/store/store_errors.hpp"
 
 namespace cairn::catalog {
@@ -445,38 +446,33 @@ asio::awaitable<Result<GcReport, std::pair<Error, GcReport>>> collectGarbage(
     return false;
   };
   for (const std::string& prefix : prefixes) {
-    std::string continuation;
-    do {
-      auto reserved = budget.reserve(0, 0, 1, prefix);
-      if (!reserved) co_return fail(reserved.error());
-      auto page = co_await lake.store().list(prefix, continuation, kMaxListPage);
-      if (!page) co_return fail(storeError(page.error(), prefix).error);
-      for (const ObjectInfo& o : page->objects) {
-        report.listed.add(o.size);
-        if (report.listed.files > kGcMaxListedObjects) {
-          co_return fail(Error{Errc::budget, "more than 10,000,000 objects under the tables"});
-        }
-        if (auto r = walk.files.find(o.key); r != walk.files.end()) {
-          seen.insert(o.key);
-          if (r->second.size >= 0 && std::uint64_t(r->second.size) != o.size) {
-            co_return fail(Error{Errc::corrupt, o.key + " is " + std::to_string(o.size) +
-                                                    " bytes; " + r->second.what + " says " +
-                                                    std::to_string(r->second.size)});
+    auto listed =
+        co_await forEachObject(lake.store(), prefix, budget, [&](const ObjectInfo& o) -> Res<void> {
+          report.listed.add(o.size);
+          if (report.listed.files > kGcMaxListedObjects) {
+            return err(Errc::budget, "more than 10,000,000 objects under the tables");
           }
-          continue;
-        }
-        if (isMetadataFile(o.key) || o.key.starts_with("ns-")) {
-          report.kept["metadata"].add(o.size);
-        } else if (o.modifiedUnixSeconds > cutoff) {
-          report.kept["young"].add(o.size);
-        } else if (leased(o.key)) {
-          report.kept["leased"].add(o.size);
-        } else {
-          candidates.push_back({o.key, o.size});
-        }
-      }
-      continuation = page->continuation;
-    } while (!continuation.empty());
+          if (auto r = walk.files.find(o.key); r != walk.files.end()) {
+            seen.insert(o.key);
+            if (r->second.size >= 0 && std::uint64_t(r->second.size) != o.size) {
+              return err(Errc::corrupt, o.key + " is " + std::to_string(o.size) + " bytes; " +
+                                            r->second.what + " says " +
+                                            std::to_string(r->second.size));
+            }
+            return {};
+          }
+          if (isMetadataFile(o.key) || o.key.starts_with("ns-")) {
+            report.kept["metadata"].add(o.size);
+          } else if (o.modifiedUnixSeconds > cutoff) {
+            report.kept["young"].add(o.size);
+          } else if (leased(o.key)) {
+            report.kept["leased"].add(o.size);
+          } else {
+            candidates.push_back({o.key, o.size});
+          }
+          return {};
+        });
+    if (!listed) co_return fail(listed.error());
   }
   // Reachable files outside every listed location (another table's files that a graph
   // names, or files elsewhere under the root): each must exist too.

@@ -10,6 +10,7 @@
 
 #include "catalog/lake/lake.hpp"
 #include "catalog/rest/service.hpp"
+#include "engine/store/aws_config.hpp"
 #include "engine/store/counting_store.hpp"
 #include "engine/store/open_store.hpp"
 #include "net/http/http_server.hpp"

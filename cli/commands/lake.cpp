@@ -1,4 +1,5 @@
-// The catalog's commands (docs/catalog.md): `lake create`, `token create` and `serve`.
+// `cairn lake ...`: a lake added to the configuration and created in its store, changed, its
+// status, retention (expire), garbage collection and credential policies (docs/catalog.md).
 #include <unistd.h>
 #include <algorithm>
 #include <boost/asio/this_coro.hpp>
@@ -578,94 +579,9 @@ int runLakeGc(const LakeGcOptions& o) {
       });
 }
 
-struct TokenCreateOptions {
-  std::string config;
-  std::string lake;
-  std::string role;
-  std::int64_t expiresIn = 0;
-  bool json = false;
-};
-
-int runTokenCreate(const TokenCreateOptions& o) {
-  auto role = parseRole(o.role);
-  if (!role) return reportJson(o.json, Error{Errc::usage, "--role is read or read-write"}, 0);
-  const std::string token = newToken();
-  const std::int64_t now = unixSecondsNow();
-  auto updated = updateConfig(o.config, [&](CatalogConfig& c) -> Res<void> {
-    if (!c.lake(o.lake)) {
-      return err(Errc::usage, "no lake " + o.lake + " in " + o.config + " (cairn lake create)");
-    }
-    TokenEntry t;
-    t.sha256 = tokenHash(token);
-    t.lake = o.lake;
-    t.role = *role;
-    t.createdUnixSeconds = now;
-    if (o.expiresIn > 0) t.expiresUnixSeconds = now + o.expiresIn;
-    c.tokens.push_back(t);
-    return {};
-  });
-  if (!updated) return reportJson(o.json, updated.error(), 0);
-  if (o.json) {
-    printJson(JsonObject{}.add("token", token));
-  } else {
-    std::printf("%s\n", token.c_str());
-    std::fprintf(stderr, "cairn: the token is shown once; %s keeps only its SHA-256\n",
-                 o.config.c_str());
-  }
-  return 0;
-}
-
-struct ServeOptions {
-  std::string config;
-  std::string listen = "127.0.0.1:8181";
-};
-
-Res<std::pair<std::string, std::uint16_t>> parseListen(const std::string& text) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return err(Errc::usage, "--listen is HOST:PORT");
-  std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  unsigned long port = 0;
-  try {
-    std::size_t used = 0;
-    port = std::stoul(text.substr(colon + 1), &used);
-    if (used != text.size() - colon - 1 || port > 65535) throw std::out_of_range("port");
-  } catch (const std::exception&) {
-    return err(Errc::usage, "--listen: the port is 0..65535");
-  }
-  return std::pair{host, static_cast<std::uint16_t>(port)};
-}
-
-int runServe(const ServeOptions& o) {
-  auto config = loadConfig(o.config);
-  if (!config) return report(config.error());
-  if (config->lakes.empty()) {
-    return report(Error{Errc::usage, o.config + " names no lake (cairn lake create)"});
-  }
-  auto listen = parseListen(o.listen);
-  if (!listen) return report(listen.error());
-  ServeSettings settings;
-  settings.configPath = o.config;
-  settings.host = listen->first;
-  settings.port = listen->second;
-  settings.onListening = [&](std::uint16_t port) {
-    std::fprintf(stderr, "cairn: serving %zu lake(s) on %s:%u\n", config->lakes.size(),
-                 listen->first.c_str(), unsigned(port));
-  };
-  // The server drains its requests on SIGTERM itself (catalog/rest/server.hpp).
-  return runAsync(
-      [&](io::Uring& uring) -> asio::awaitable<int> {
-        auto served = co_await serveLakes(uring, *config, settings);
-        co_return served ? 0 : report(served.error());
-      },
-      /*handleSignals=*/false);
-}
-
 }  // namespace
 
-void addCatalogCommands(CLI::App& app, int& exitCode) {
+void addLakeCommands(CLI::App& app, int& exitCode) {
   auto* lake = app.add_subcommand("lake", "the catalog's lakes");
   lake->require_subcommand(1);
   auto lakeCreate = std::make_shared<LakeCreateOptions>();
@@ -746,26 +662,6 @@ void addCatalogCommands(CLI::App& app, int& exitCode) {
   policy->add_option("--class", lakePolicy->cls,
                      "table-read (default), table-write, result-read or archive");
   policy->callback([lakePolicy, &exitCode] { exitCode = runLakePolicy(*lakePolicy); });
-
-  auto* token = app.add_subcommand("token", "the catalog's bearer tokens");
-  token->require_subcommand(1);
-  auto tokenCreate = std::make_shared<TokenCreateOptions>();
-  auto* tcreate = token->add_subcommand(
-      "create", "make a bearer token for a lake; it is printed once, the file keeps its SHA-256");
-  tcreate->add_option("--config", tokenCreate->config, "the configuration file")->required();
-  tcreate->add_option("--lake", tokenCreate->lake, "the lake the token is for")->required();
-  tcreate->add_option("--role", tokenCreate->role, "read or read-write")->required();
-  tcreate->add_option("--expires-in", tokenCreate->expiresIn, "seconds until it expires (none)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100} * 365 * 86400));
-  tcreate->add_flag("--json", tokenCreate->json, "print {\"token\": \"...\"}");
-  tcreate->callback([tokenCreate, &exitCode] { exitCode = runTokenCreate(*tokenCreate); });
-
-  auto serveOptions = std::make_shared<ServeOptions>();
-  auto* serve =
-      app.add_subcommand("serve", "serve the configured lakes as an Iceberg REST catalog");
-  serve->add_option("--config", serveOptions->config, "the configuration file")->required();
-  serve->add_option("--listen", serveOptions->listen, "HOST:PORT (default 127.0.0.1:8181)");
-  serve->callback([serveOptions, &exitCode] { exitCode = runServe(*serveOptions); });
 }
 
 }  // namespace cairn::cli

@@ -265,7 +265,7 @@ void addLimitOptions(CLI::App* cmd, LimitOptions& o) {
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4096}));
 }
 
-void addCheckpointCommands(CLI::App& app, int& exitCode) {
+void addVerifyCommands(CLI::App& app, int& exitCode) {
   {
     auto opt = std::make_shared<GraphOptions>();
     CLI::App* cmd =

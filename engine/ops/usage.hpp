@@ -16,6 +16,7 @@
 #include "engine/format/keys.hpp"
 #include "engine/format/uuid.hpp"
 #include "engine/runtime/budget.hpp"
+#include "engine/store/listing.hpp"
 #include "engine/store/object_store.hpp"
 
 namespace cairn {
@@ -53,15 +54,6 @@ struct NamespaceUsage {
   // The store's leftovers (all namespaces'): temporary files of writers that died.
   LeftoverUsage leftovers;
 };
-
-// Calls `each` for every object under `prefix`, page by page (one request per page, reserved
-// from the budget), in key order; a failure of `each` ends the walk. A listing that does not
-// advance (the same continuation again, a key not after the one before, an empty page that
-// is not the last) is an error: a store that answers "truncated" forever cannot turn the
-// request budget into an endless walk.
-boost::asio::awaitable<Res<void>> forEachObject(
-    ObjectStore& store, const std::string& prefix, OperationBudget& budget,
-    const std::function<Res<void>(const ObjectInfo&)>& each);
 
 // The most objects an operation holds in memory from one listing (vacuum's listing, `store
 // ls --json`): about 200 MB at that count. A namespace with more is refused, not half done.
