@@ -25,7 +25,7 @@ namespace {
 
 // The ring itself failed (not a read): reads may still be in the kernel, writing into buffers
 // their owner would free on unwinding, so nothing can be returned safely (as io::Uring does).
-[[noreturn]] void fatal(const char* what, int errnoValue) {
+[[noreturn]] void ringFailed(const char* what, int errnoValue) {
   std::fprintf(stderr, "cairn::io::ReadRing: %s: %s\n", what, std::strerror(errnoValue));
   std::abort();
 }
@@ -123,7 +123,7 @@ ReadRing::Completion ReadRing::wait() {
     } else {
       r = io_uring_wait_cqe(ring, &cqe);
     }
-    if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) fatal("io_uring_enter", -r);
+    if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) ringFailed("io_uring_enter", -r);
     if (io_uring_peek_cqe(ring, &cqe) == 0) break;
   }
   Completion c{io_uring_cqe_get_data64(cqe), static_cast<long>(cqe->res)};

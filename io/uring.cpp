@@ -28,7 +28,7 @@ namespace {
 // next turn (the kernel may refuse for a moment with EAGAIN/EBUSY when short of memory).
 constexpr unsigned kMaxSubmitAttemptsPerTurn = 4;
 // Offsets are loff_t in the kernel, and -1 means "the file position": refuse anything above.
-constexpr std::uint64_t kMaxOffset = std::numeric_limits<std::int64_t>::max();
+constexpr std::uint64_t kMaxKernelOffset = std::numeric_limits<std::int64_t>::max();
 
 [[noreturn]] void fatal(const char* what, int errnoValue) {
   std::fprintf(stderr, "cairn::io::Uring: %s: %s\n", what, std::strerror(errnoValue));
@@ -174,7 +174,7 @@ Uring::Impl::Impl(boost::asio::io_context& context, unsigned entries)
 Uring::Impl::~Impl() { drainForShutdown(); }
 
 boost::asio::awaitable<int> Uring::Impl::perform(OpRequest request) {
-  if (request.offset > kMaxOffset) co_return -EINVAL;
+  if (request.offset > kMaxKernelOffset) co_return -EINVAL;
   co_return co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&, void(int)>(
       [this](auto handler, const OpRequest& r) {
         start(new HandlerOp<decltype(handler)>(std::move(handler), r, context_.get_executor()));

@@ -70,7 +70,10 @@ if [ "${CAIRN_TEST_QUICK:-0}" != 1 ]; then
   bash scripts/build.sh tsan
   # The command-line tests start the binary hundreds of times (single-threaded commands; the
   # option layer's walk of every option, about a thousand starts); the release and ASan runs
-  # cover them, and the TSan run keeps every unit test of the same code.
+  # cover them, and the TSan run keeps every unit test of the same code. The TSan tree does not
+  # build the C++ tests whose runs start no thread (CAIRN_THREADLESS_TESTS in
+  # tests/CMakeLists.txt: codecs, checks, single-threaded file I/O; the ASan+UBSan run has
+  # them; docs/decisions/0064-sanitizer-trees-unity-builds-tsan.md).
   TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan -E '^cli\.test_(head_decode|operations_cli|publish_cli|options_cli)$'
 
   step "fuzz smoke run"

@@ -68,7 +68,7 @@ DatabaseOptions databaseOptions(std::uint64_t segmentMib, std::int64_t reuseMaxA
   return o;
 }
 
-JsonObject headJson(const Head& h) {
+JsonObject headSummaryJson(const Head& h) {
   const HeadFields& f = h.fields();
   JsonObject o;
   o.add("revision", f.revision)

@@ -29,6 +29,6 @@ void writeMetrics(const Database& db, const std::string& path);
 DatabaseOptions databaseOptions(std::uint64_t segmentMib, std::int64_t reuseMaxAge = 600,
                                 const LimitOptions& limits = {});
 
-JsonObject headJson(const Head& h);
+JsonObject headSummaryJson(const Head& h);
 
 }  // namespace cairn::cli

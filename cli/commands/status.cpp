@@ -117,7 +117,7 @@ void describeState(const PublisherState& s, JsonObject& out, std::string& text) 
   text += "store           " + s.storeUrl + "\nnamespace       " + s.ns.text() +
           "\npublisher       " + s.publisher.text() + "\n";
   if (s.expected) {
-    out.add("expected", headJson(s.expected->head).add("etag", s.expected->etag));
+    out.add("expected", headSummaryJson(s.expected->head).add("etag", s.expected->etag));
     text += "expected head   revision " + std::to_string(s.expected->head.fields().revision) +
             ", id " + toHex(s.expected->head.id()) + ", prefix sequence " +
             std::to_string(s.expected->head.fields().prefixSequence) + "\n";
@@ -126,7 +126,7 @@ void describeState(const PublisherState& s, JsonObject& out, std::string& text) 
     text += "expected head   none (the namespace is uninitialized)\n";
   }
   if (s.pending) {
-    out.add("pending", headJson(s.pending->candidate)
+    out.add("pending", headSummaryJson(s.pending->candidate)
                            .add("precondition", s.pending->precondition == Precondition::ifMatch
                                                     ? "if-match"
                                                     : "if-none-match")
@@ -165,7 +165,7 @@ asio::awaitable<Res<void>> describeSelection(io::Uring& uring, const PublisherSt
     } else {
       selected = "other";
     }
-    out.add("store_head", headJson(h));
+    out.add("store_head", headSummaryJson(h));
   }
   out.add("selected", selected);
   text += "store selects   " + selected + "\n";
@@ -250,7 +250,7 @@ asio::awaitable<int> runLog(io::Uring& uring, const LogCli& opt) {
         store, *seen->head, opt.limit, budget, [&](const Head& head) -> asio::awaitable<Res<bool>> {
           const HeadFields& f = head.fields();
           if (opt.json) {
-            entries.add(headJson(head));
+            entries.add(headSummaryJson(head));
           } else {
             std::cout << "revision " << f.revision << "  id " << toHex(head.id()) << "  prefix "
                       << f.prefixSequence << "  manifest " << toHex(f.manifestSha256) << "\n";

@@ -28,7 +28,7 @@ std::string_view headConditionName(HeadCondition c) {
 
 namespace {
 
-std::string describe(const Head& h) {
+std::string revisionAndId(const Head& h) {
   return "revision " + std::to_string(h.fields().revision) + ", id " + toHex(h.id());
 }
 
@@ -120,7 +120,7 @@ asio::awaitable<Res<RepairReport>> repairHead(ObjectStore& store, const Uuid& ns
   // 3. A healthy head is replaced only when the operator insists.
   if (report.before == HeadCondition::healthy && !force) {
     co_return Failure<Error>{Error{Errc::conflict,
-                                   headKey + " is healthy (" + describe(*seen->head) +
+                                   headKey + " is healthy (" + revisionAndId(*seen->head) +
                                        ", its graph verifies); refused without --force",
                                    headKey}};
   }

@@ -152,6 +152,11 @@ inline std::string httpResponse(int status,
   return out;
 }
 
+// A 200 with an ETag (and a body), as S3 answers a GET or a PUT.
+inline std::string okWithEtag(const std::string& etag, std::string body = "data") {
+  return httpResponse(200, {{"ETag", etag}}, std::move(body));
+}
+
 inline std::string s3Error(int status, std::string code, std::string message = "test") {
   return httpResponse(status, {{"Content-Type", "application/xml"}},
                       "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + code +

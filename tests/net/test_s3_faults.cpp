@@ -29,10 +29,6 @@ std::string truncatedOk() {
   return "HTTP/1.1 200 OK\r\nETag: \"abc\"\r\nContent-Length: 100\r\n\r\nonly part";
 }
 
-std::string okWithEtag(const std::string& etag, std::string body = "data") {
-  return httpResponse(200, {{"ETag", etag}}, std::move(body));
-}
-
 }  // namespace
 
 TEST_CASE("S3 round trip on the in-memory store: keys encoded once, requests signed",

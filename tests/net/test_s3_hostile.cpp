@@ -20,10 +20,6 @@ using namespace cairn::net;
 using namespace cairn::net::test;
 using namespace std::chrono_literals;
 
-std::string okWithEtag(const std::string& etag, std::string body = "data") {
-  return httpResponse(200, {{"ETag", etag}}, std::move(body));
-}
-
 // Whether `text` is valid UTF-8 without control characters (what a terminal or a JSON
 // parser may be given).
 bool printable(const std::string& text) {

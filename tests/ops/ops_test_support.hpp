@@ -57,6 +57,9 @@ inline std::multiset<std::string> payloadsOf(const std::vector<int>& rounds) {
   return all;
 }
 
+// Whether the World's store answers a HEAD of `key` (through its inner store, uncounted).
+inline bool exists(World& w, const std::string& key) { return w.run(w.inner->head(key)).ok(); }
+
 // The file that holds `key` in the World's directory store.
 inline std::filesystem::path objectFile(const World& w, const std::string& key) {
   return w.tmp.path() / "store" / key;

@@ -36,8 +36,6 @@ std::int64_t modifiedOf(World& w, const std::string& key) {
   return info->modifiedUnixSeconds;
 }
 
-bool exists(World& w, const std::string& key) { return w.run(w.inner->head(key)).ok(); }
-
 std::string freshKey(const char* name) { return "fence-" + Uuid::random().text() + "/" + name; }
 
 }  // namespace

@@ -58,8 +58,6 @@ PublishOptions publishing(std::uint64_t segmentTarget) {
   return po;
 }
 
-bool exists(World& w, const std::string& key) { return w.run(w.inner->head(key)).ok(); }
-
 Res<VerifiedGraph> verifyCurrent(World& w) {
   OperationBudget budget;
   auto seen = w.run(observeHead(*w.inner, w.ns, budget));

@@ -2617,6 +2617,7 @@ class Gen:
         w("// every byte below; tests/format/test_vectors.cpp and test_publisher_state.cpp hold")
         w("// the C++ code to it.")
         w("// clang-format off")
+        w("#pragma once")
         w("")
         w("#include <cstdint>")
         w("#include <span>")
