@@ -156,8 +156,10 @@ constexpr unsigned kLatencyTimeoutFactor = 8;   // times the window's 99th perce
 constexpr std::chrono::milliseconds kLatencyTimeoutFloor{1000};
 constexpr std::chrono::milliseconds kLatencyTimeoutCeiling{5000};
 // The most a window's deadline grows by doubling after timed-out attempts
-// (docs/decisions/0062-timed-out-small-write-doubles.md).
-constexpr std::chrono::milliseconds kLatencyBackoffCeiling{8 * kLatencyTimeoutCeiling};
+// (docs/decisions/0062-timed-out-small-write-doubles.md): the justified deadline's own ceiling.
+// Higher, a loaded store's withheld answers compounded (5 s, then 10 s per attempt) and a
+// catalog commit under lost answers took more than 10 s.
+constexpr std::chrono::milliseconds kLatencyBackoffCeiling{kLatencyTimeoutCeiling};
 
 // The durations of the last kLatencyWindow small exchanges with one endpoint that got a
 // complete response, and the per-attempt timeout they justify: kLatencyTimeoutFactor times
