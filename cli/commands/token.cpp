@@ -1,29 +1,10 @@
 // `cairn token create`: a bearer token for a lake; the configuration keeps its SHA-256.
-#include <unistd.h>
-#include <algorithm>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <chrono>
 #include <cstdio>
-#include <iostream>
-#include <set>
+#include <string>
 
 #include "catalog/access/config.hpp"
-#include "catalog/format/names.hpp"
-#include "catalog/lake/create.hpp"
-#include "catalog/lake/lake.hpp"
-#include "catalog/maintenance/expire.hpp"
-#include "catalog/maintenance/gc.hpp"
-#include "catalog/maintenance/retention.hpp"
-#include "catalog/ops/operations.hpp"
-#include "catalog/rest/server.hpp"
-#include "catalog/rest/service.hpp"
 #include "cli/commands.hpp"
-#include "cli/progress.hpp"
-#include "cli/run.hpp"
-#include "engine/store/aws_config.hpp"
-#include "engine/store/open_store.hpp"
-#include "io/uring.hpp"
+#include "engine/store/object_store.hpp"
 
 namespace cairn::cli {
 
